@@ -1,0 +1,92 @@
+import type { Executor } from '../db/engine.ts'
+
+export const METHODS = ['sign', 'event'] as const
+export type Method = (typeof METHODS)[number]
+/** Stored states. `expired` is derived: a pending approval past its expiry. */
+export type StoredStatus = 'pending' | 'approved' | 'cancelled'
+export type Status = StoredStatus | 'expired'
+
+export interface Approval {
+  approvalNumber: string
+  apiKeyId: string
+  vendorBrand: string
+  referenceNumber: string
+  requestHash: string
+  title: string
+  message: string
+  successRedirectUrl: string
+  cancelRedirectUrl: string
+  method: Method
+  objectId: string
+  phoneNumber: string | null
+  status: StoredStatus
+  /** The approving address, once approved. */
+  wallet: string | null
+  /** The signature or transaction digest that approved it. */
+  proof: string | null
+  createdAt: number
+  expiresAt: number
+  decidedAt: number | null
+}
+
+interface ApprovalRow {
+  approval_number: string; api_key_id: string; vendor_brand: string; reference_number: string; request_hash: string
+  title: string; message: string; success_redirect_url: string; cancel_redirect_url: string; method: Method
+  object_id: string; phone_number: string | null; status: StoredStatus; wallet: string | null; proof: string | null
+  created_at: number; expires_at: number; decided_at: number | null
+}
+
+function fromRow(r: ApprovalRow): Approval {
+  return {
+    approvalNumber: r.approval_number, apiKeyId: r.api_key_id, vendorBrand: r.vendor_brand, referenceNumber: r.reference_number,
+    requestHash: r.request_hash, title: r.title, message: r.message, successRedirectUrl: r.success_redirect_url,
+    cancelRedirectUrl: r.cancel_redirect_url, method: r.method, objectId: r.object_id, phoneNumber: r.phone_number,
+    status: r.status, wallet: r.wallet, proof: r.proof, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at),
+    decidedAt: r.decided_at === null ? null : Number(r.decided_at),
+  }
+}
+
+/** The state a caller sees at `now`: pending turns into expired at `expiresAt`. */
+export function statusAt(approval: Approval, now: number): Status {
+  return approval.status === 'pending' && now >= approval.expiresAt ? 'expired' : approval.status
+}
+
+export async function findApproval(db: Executor, approvalNumber: string): Promise<Approval | null> {
+  const row = await db.get<ApprovalRow>('SELECT * FROM approvals WHERE approval_number = $1', [approvalNumber])
+  return row === undefined ? null : fromRow(row)
+}
+
+export async function findByReference(db: Executor, apiKeyId: string, referenceNumber: string): Promise<Approval | null> {
+  const row = await db.get<ApprovalRow>('SELECT * FROM approvals WHERE api_key_id = $1 AND reference_number = $2', [apiKeyId, referenceNumber])
+  return row === undefined ? null : fromRow(row)
+}
+
+export async function insertApproval(db: Executor, a: Approval): Promise<void> {
+  await db.run(
+    `INSERT INTO approvals (approval_number, api_key_id, vendor_brand, reference_number, request_hash, title, message,
+       success_redirect_url, cancel_redirect_url, method, object_id, phone_number, status, wallet, proof, created_at, expires_at, decided_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+    [a.approvalNumber, a.apiKeyId, a.vendorBrand, a.referenceNumber, a.requestHash, a.title, a.message, a.successRedirectUrl,
+      a.cancelRedirectUrl, a.method, a.objectId, a.phoneNumber, a.status, a.wallet, a.proof, a.createdAt, a.expiresAt, a.decidedAt])
+}
+
+/**
+ * pending -> approved, only while still pending and unexpired at `now`. The condition in the
+ * UPDATE makes concurrent deciders safe: exactly one of them changes the row.
+ */
+export async function markApproved(db: Executor, approvalNumber: string, wallet: string, proof: string, now: number): Promise<boolean> {
+  const changed = await db.run(
+    `UPDATE approvals SET status = 'approved', wallet = $1, proof = $2, decided_at = $3
+     WHERE approval_number = $4 AND status = 'pending' AND expires_at > $3`,
+    [wallet, proof, now, approvalNumber])
+  return changed === 1
+}
+
+/** pending -> cancelled, under the same rule as markApproved. */
+export async function markCancelled(db: Executor, approvalNumber: string, now: number): Promise<boolean> {
+  const changed = await db.run(
+    `UPDATE approvals SET status = 'cancelled', decided_at = $1
+     WHERE approval_number = $2 AND status = 'pending' AND expires_at > $1`,
+    [now, approvalNumber])
+  return changed === 1
+}

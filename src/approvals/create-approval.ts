@@ -1,0 +1,116 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { Database } from '../db/engine.ts'
+import { isUniqueViolation } from '../db/engine.ts'
+import { ConflictError, NotFoundError } from '../errors.ts'
+import { findByObjectId, findByPhone } from '../identity/numbers.ts'
+import { canonicalPhone } from '../identity/phone.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import type { ApiKey } from '../keys/api-keys.ts'
+import { findByReference, insertApproval, statusAt, type Approval, type Method } from './approval.ts'
+
+export interface ApprovalRequest {
+  title: string
+  message: string
+  successRedirectUrl: string
+  cancelRedirectUrl: string
+  referenceNumber: string
+  method: Method
+  /** Exactly one of phoneNumber / objectId, by endpoint. */
+  phoneNumber?: string
+  objectId?: string
+}
+
+export interface CreateApprovalDeps {
+  db: Database
+  ledger: Ledger
+  publicBaseUrl: string
+  approvalTtlS: number
+}
+
+export interface CreatedApproval { approvalUrl: string; approvalNumber: string }
+
+export function approvalUrl(publicBaseUrl: string, approvalNumber: string): string {
+  return `${publicBaseUrl}/approve?ref=${approvalNumber}`
+}
+
+/** Fingerprint of what was asked, to tell a retry (same body) from a reuse (different body). */
+function requestHash(request: ApprovalRequest): string {
+  const canonical = JSON.stringify([request.title, request.message, request.successRedirectUrl, request.cancelRedirectUrl,
+    request.referenceNumber, request.method, request.phoneNumber ?? null, request.objectId?.toLowerCase() ?? null])
+  return createHash('sha256').update(canonical).digest('hex')
+}
+
+/** Resolves the request's number or object ID to the token and its number, checking the ledger. */
+async function resolveToken(deps: CreateApprovalDeps, request: ApprovalRequest): Promise<{ objectId: string; phoneNumber: string | null }> {
+  let objectId: string
+  let phoneNumber: string | null
+  if (request.phoneNumber !== undefined) {
+    phoneNumber = canonicalPhone(request.phoneNumber)
+    const link = await findByPhone(deps.db, phoneNumber)
+    if (link === null) throw new NotFoundError('this phone number has no number-system token', { field: 'phoneNumber' })
+    objectId = link.objectId
+  } else {
+    objectId = request.objectId!.toLowerCase()
+    phoneNumber = (await findByObjectId(deps.db, objectId))?.phone ?? null
+  }
+  const token = await deps.ledger.getToken(objectId)
+  if (token === null) {
+    throw new NotFoundError(`no number-system token ${objectId} on the ledger`, { field: request.phoneNumber !== undefined ? 'phoneNumber' : 'objectId' })
+  }
+  return { objectId, phoneNumber }
+}
+
+/**
+ * Creates an approval request. Idempotent per (API key, referenceNumber): a retry with the
+ * same body returns the same pending approval; a different body, or a retry after the first
+ * one was decided or expired, is a conflict (a reference number names one request).
+ */
+export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest): Promise<CreatedApproval> {
+  const hash = requestHash(request)
+  const earlier = await findByReference(deps.db, key.id, request.referenceNumber)
+  if (earlier !== null) return replay(deps, earlier, hash)
+
+  const { objectId, phoneNumber } = await resolveToken(deps, request)
+  const now = Date.now()
+  const approval: Approval = {
+    approvalNumber: randomBytes(12).toString('hex'),
+    apiKeyId: key.id,
+    vendorBrand: key.vendor,
+    referenceNumber: request.referenceNumber,
+    requestHash: hash,
+    title: request.title,
+    message: request.message,
+    successRedirectUrl: request.successRedirectUrl,
+    cancelRedirectUrl: request.cancelRedirectUrl,
+    method: request.method,
+    objectId,
+    phoneNumber,
+    status: 'pending',
+    wallet: null,
+    proof: null,
+    createdAt: now,
+    expiresAt: now + deps.approvalTtlS * 1000,
+    decidedAt: null,
+  }
+  try {
+    await insertApproval(deps.db, approval)
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err
+    // A concurrent retry of the same request got there first.
+    const winner = await findByReference(deps.db, key.id, request.referenceNumber)
+    if (winner === null) throw err
+    return replay(deps, winner, hash)
+  }
+  return { approvalNumber: approval.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, approval.approvalNumber) }
+}
+
+function replay(deps: CreateApprovalDeps, earlier: Approval, hash: string): CreatedApproval {
+  if (earlier.requestHash !== hash) {
+    throw new ConflictError('referenceNumber was already used for a different approval request', { field: 'referenceNumber' })
+  }
+  const status = statusAt(earlier, Date.now())
+  if (status !== 'pending') {
+    throw new ConflictError(`the approval request with this referenceNumber is already ${status}; use a new referenceNumber`, { field: 'referenceNumber' })
+  }
+  return { approvalNumber: earlier.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, earlier.approvalNumber) }
+}

@@ -1,0 +1,81 @@
+import type { Database } from '../db/engine.ts'
+import { NotFoundError } from '../errors.ts'
+import { check, CheckFailed } from '../lib/checks.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import { findApproval, markApproved, statusAt, type Approval, type Method } from './approval.ts'
+
+/** What the signature and transaction pipelines share. */
+export interface DecideContext {
+  db: Database
+  ledger: Ledger
+  approvalNumber: string
+  now: number
+  approval?: Approval
+  /** Set when the approval was approved before this request (the idempotent path). */
+  alreadyApproved?: boolean
+  /** The address that proved ownership (signer or transaction sender). */
+  approver?: string
+  /** The signature or digest that proved it. */
+  proof?: string
+}
+
+export function loaded(ctx: DecideContext): Approval {
+  if (ctx.approval === undefined) throw new Error('pipeline order: load_approval must run first')
+  return ctx.approval
+}
+
+/** An unknown approval number is not a verdict but a missing resource: 404. */
+export const loadApproval = check<DecideContext>('load_approval', async (ctx) => {
+  const approval = await findApproval(ctx.db, ctx.approvalNumber)
+  if (approval === null) throw new NotFoundError('unknown approval number', { field: 'approvalNumber' })
+  ctx.approval = approval
+})
+
+export function checkMethod(method: Method) {
+  return check<DecideContext>('check_method', (ctx) => {
+    const approval = loaded(ctx)
+    if (approval.method !== method) {
+      const proof = approval.method === 'sign' ? 'a wallet signature (verify_signature)' : 'a ledger transaction (verify_transaction)'
+      throw new CheckFailed('WRONG_METHOD', `this approval uses method "${approval.method}" and takes ${proof}`)
+    }
+  })
+}
+
+export const checkDecidable = check<DecideContext>('check_state', (ctx) => {
+  const status = statusAt(loaded(ctx), ctx.now)
+  if (status === 'cancelled') throw new CheckFailed('CANCELLED', 'this approval request was cancelled')
+  if (status === 'expired') throw new CheckFailed('EXPIRED', 'this approval request has expired')
+  ctx.alreadyApproved = status === 'approved'
+  return status
+})
+
+/**
+ * The approver must own the token now; on the idempotent path, it must be the address that
+ * approved, so a second proof from anyone else never succeeds.
+ */
+export const checkApproverOwnsToken = check<DecideContext>('check_owner', async (ctx) => {
+  const approval = loaded(ctx)
+  const approver = ctx.approver!
+  if (ctx.alreadyApproved) {
+    if (approver !== approval.wallet) throw new CheckFailed('WRONG_SIGNER', `already approved by another address (${approval.wallet})`)
+    return approver
+  }
+  const token = await ctx.ledger.getToken(approval.objectId)
+  if (token === null) throw new CheckFailed('TOKEN_NOT_FOUND', `the number-system token ${approval.objectId} no longer exists`)
+  if (token.owner !== approver) {
+    throw new CheckFailed('WRONG_SIGNER', `${approver} does not own the number-system token (owner: ${token.owner ?? 'not an address'})`)
+  }
+  return approver
+})
+
+export const recordApproval = check<DecideContext>('record_approval', async (ctx) => {
+  if (ctx.alreadyApproved) return 'already approved'
+  const approval = loaded(ctx)
+  if (await markApproved(ctx.db, approval.approvalNumber, ctx.approver!, ctx.proof!, ctx.now)) return 'approved'
+  // Someone else decided it between our read and our write: re-judge against the new state.
+  const now = await findApproval(ctx.db, approval.approvalNumber)
+  if (now?.status === 'approved' && now.wallet === ctx.approver) return 'already approved'
+  if (now?.status === 'cancelled') throw new CheckFailed('CANCELLED', 'this approval request was cancelled')
+  if (now?.status === 'approved') throw new CheckFailed('WRONG_SIGNER', `already approved by another address (${now.wallet})`)
+  throw new CheckFailed('EXPIRED', 'this approval request has expired')
+})

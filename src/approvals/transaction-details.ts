@@ -1,0 +1,56 @@
+import type { Database } from '../db/engine.ts'
+import { NotFoundError } from '../errors.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import { findApproval, statusAt, type Approval, type Status } from './approval.ts'
+import { signMessageFor } from './sign-message.ts'
+
+export interface TransactionDetails {
+  title: string
+  message: string
+  objectId: string
+  successRedirectUrl: string
+  cancelRedirectUrl: string
+  approvalNumber: string
+  createdAt: string
+  approved: boolean
+  method: string
+  phoneNumber?: string
+  wallet?: string
+  vendorBrand: string
+  status: Status
+  expiresAt: string
+  signMessage: string
+}
+
+/**
+ * `wallet` is the address that must approve (the token's current owner) until the request
+ * is approved, then the address that did. It is left out only when the token no longer has
+ * an owning address.
+ */
+export async function transactionDetails(deps: { db: Database; ledger: Ledger; serviceUrl: string }, ref: string): Promise<TransactionDetails> {
+  const approval = await findApproval(deps.db, ref)
+  if (approval === null) throw new NotFoundError('unknown approval number', { field: 'ref' })
+  const wallet = approval.status === 'approved' ? approval.wallet : (await deps.ledger.getToken(approval.objectId))?.owner ?? null
+  return present(approval, wallet, deps.serviceUrl)
+}
+
+function present(a: Approval, wallet: string | null, serviceUrl: string): TransactionDetails {
+  const details: TransactionDetails = {
+    title: a.title,
+    message: a.message,
+    objectId: a.objectId,
+    successRedirectUrl: a.successRedirectUrl,
+    cancelRedirectUrl: a.cancelRedirectUrl,
+    approvalNumber: a.approvalNumber,
+    createdAt: new Date(a.createdAt).toISOString(),
+    approved: a.status === 'approved',
+    method: a.method,
+    vendorBrand: a.vendorBrand,
+    status: statusAt(a, Date.now()),
+    expiresAt: new Date(a.expiresAt).toISOString(),
+    signMessage: signMessageFor(a, serviceUrl),
+  }
+  if (a.phoneNumber !== null) details.phoneNumber = a.phoneNumber
+  if (wallet !== null) details.wallet = wallet
+  return details
+}

@@ -1,0 +1,137 @@
+import { existsSync } from 'node:fs'
+import { ConfigError } from './errors.ts'
+
+/** Published ledger deployments (domain.md), used as defaults per SUI_NETWORK. */
+export const SUI_NETWORKS = {
+  mainnet: {
+    graphqlUrl: 'https://graphql.mainnet.sui.io/graphql',
+    knsPackageId: '0x66dd6f65ebad8911bd196749098bfe6ef826049cef4086c5929863a5a30c93ef',
+    mapPackageId: '0x29f7c3fb2152fad673fe6a79a949a18bd42bf09397b0cac910dbb4e791080871',
+    keystorePackageId: '0x78b8c91ec5321bce57bdcbf12c8a2d7b5055afcff63ccf5572926ee197801520',
+    idMapObjectId: '0x6d0c613c6c2db4e1e839ea552f93597cb76d4028af2218356f5b8b9fb0b77cb8',
+    idMapTableId: '0x8fbb2a81daa43f9592d693a2ee6e1e6e3c8fed1d644581f2802e9c916db12d57',
+  },
+  testnet: {
+    graphqlUrl: 'https://graphql.testnet.sui.io/graphql',
+    knsPackageId: '0x695fa0bd4395696074c4b9e8d2122e40664c0a78842c356095ed28ccdc04a802',
+    mapPackageId: '0xa3f54fe10970b044d3d8b534f14274c3e3c762b96bfe576281ffcec89835fe1c',
+    keystorePackageId: '0x0f5ec6674ecb24cbf96b2211fea94c491afebf8bc21f284170aaa880a1ac17fb',
+    idMapObjectId: '0x75250ff5c84aba97a03505c4eb131156f83fe8e7969806fcd8771ff4d59edbea',
+    idMapTableId: '0x655fc0ea86e13e030829b0824bb141d0c370825cbf57aa9a95d80dbf592b4e43',
+  },
+} as const
+
+export type SuiNetwork = keyof typeof SUI_NETWORKS
+
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  databaseUrl: string | undefined
+  publicBaseUrl: string
+  ledger: 'local' | 'sui'
+  approvalTtlS: number
+  zkLoginIssuer: string
+  zkLoginClientId: string
+  /** Undefined means "generate once and keep in the database". */
+  knsSecret: string | undefined
+  redisUrl: string | undefined
+  logLevel: string
+  suiNetwork: SuiNetwork
+  suiGraphqlUrl: string
+  knsPackageId: string
+  idMapTableId: string
+  /** Requests per second per client IP on the endpoints that take no API key. 0 = off. */
+  publicRateLimit: number
+  /** Default per-key rate (requests per second) for keys created without --rate. */
+  defaultKeyRate: number
+  trustProxy: boolean
+  /** Seconds a ledger read for an owner may be reused when LEDGER=sui. */
+  ledgerCacheTtlS: number
+}
+
+type Env = Record<string, string | undefined>
+
+const OBJECT_ID = /^0x[0-9a-fA-F]{64}$/
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`)
+  const value = Number(raw)
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`)
+  return value
+}
+
+function url(env: Env, name: string, fallback: string | undefined, protocols: string[]): string | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`)
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
+  }
+  return raw
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  }
+  return raw as T
+}
+
+function objectId(env: Env, name: string, fallback: string): string {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!OBJECT_ID.test(raw)) throw new ConfigError(`${name} must be 0x followed by 64 hex digits`)
+  return raw.toLowerCase()
+}
+
+/** Reads `.env` (if present) without overriding variables already set in the environment. */
+export function loadDotEnv(path = '.env'): void {
+  if (existsSync(path)) process.loadEnvFile(path)
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535)
+  const suiNetwork = oneOf(env, 'SUI_NETWORK', ['mainnet', 'testnet'] as const, 'testnet')
+  const network = SUI_NETWORKS[suiNetwork]
+  const knsSecret = env.KNS_SECRET === '' ? undefined : env.KNS_SECRET
+  if (knsSecret !== undefined && Buffer.byteLength(knsSecret) < 32) {
+    throw new ConfigError('KNS_SECRET must be at least 32 bytes (e.g. `openssl rand -hex 32`)')
+  }
+  const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:'])!.replace(/\/+$/, '')
+  const zkLoginIssuer = env.ZKLOGIN_ISSUER || 'https://kns.local/oidc'
+  const zkLoginClientId = env.ZKLOGIN_CLIENT_ID || 'kns'
+  if (zkLoginIssuer.length > 255) throw new ConfigError('ZKLOGIN_ISSUER must be at most 255 characters')
+  if (zkLoginClientId.length > 255) throw new ConfigError('ZKLOGIN_CLIENT_ID must be at most 255 characters')
+  return {
+    port,
+    host: env.HOST || '0.0.0.0',
+    dataDir: env.DATA_DIR || './data',
+    databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
+    publicBaseUrl,
+    ledger: oneOf(env, 'LEDGER', ['local', 'sui'] as const, 'local'),
+    approvalTtlS: int(env, 'APPROVAL_TTL_S', 900, 1, 30 * 24 * 3600),
+    zkLoginIssuer,
+    zkLoginClientId,
+    knsSecret,
+    redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    suiNetwork,
+    suiGraphqlUrl: url(env, 'SUI_GRAPHQL_URL', network.graphqlUrl, ['http:', 'https:'])!,
+    knsPackageId: objectId(env, 'KNS_PACKAGE_ID', network.knsPackageId),
+    idMapTableId: objectId(env, 'SUI_ID_MAP_TABLE_ID', network.idMapTableId),
+    publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
+    defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),
+    trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
+    ledgerCacheTtlS: int(env, 'LEDGER_CACHE_TTL_S', 2, 0, 3600),
+  }
+}

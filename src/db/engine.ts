@@ -1,0 +1,37 @@
+/**
+ * The one interface both storage engines implement. SQL is written once, in the common
+ * subset of SQLite and PostgreSQL, with PostgreSQL-style `$1` placeholders; the SQLite
+ * engine rewrites them. Times are epoch milliseconds (BIGINT), booleans 0/1 integers,
+ * so rows look the same on both engines.
+ */
+export type Row = Record<string, unknown>
+
+export interface Executor {
+  /** All rows. */
+  all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>
+  /** First row or undefined. */
+  get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined>
+  /** A statement without rows; resolves to the number of rows changed. */
+  run(sql: string, params?: readonly unknown[]): Promise<number>
+}
+
+export interface Database extends Executor {
+  readonly engine: 'sqlite' | 'postgres'
+  /**
+   * Runs `fn` in one transaction: everything it does through `tx` commits together or
+   * not at all. Throwing rolls back and rethrows.
+   */
+  transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T>
+  /** Multi-statement DDL (migrations). */
+  exec(sql: string): Promise<void>
+  /** Cheap liveness probe for /readyz. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+/** True when `err` is a unique-constraint violation on either engine. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; errcode?: unknown; message?: unknown }
+  if (e?.code === '23505') return true
+  return typeof e?.message === 'string' && e.message.includes('UNIQUE constraint failed')
+}

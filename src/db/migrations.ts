@@ -1,0 +1,115 @@
+import type { Database } from './engine.ts'
+
+export interface Migration {
+  version: number
+  name: string
+  /** Statements in the SQL both engines accept. */
+  up: string[]
+}
+
+/**
+ * Append-only: a released migration is never edited, a change is a new version.
+ * Times are epoch milliseconds; flags are 0/1 integers (see engine.ts).
+ */
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'foundation: settings, api keys, users, numbers, approvals, embedded ledger',
+    up: [
+      `CREATE TABLE settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      )`,
+      `CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        vendor TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        rate INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      )`,
+      `CREATE TABLE users (
+        user_id TEXT PRIMARY KEY,
+        phone TEXT NOT NULL UNIQUE,
+        email TEXT NOT NULL,
+        email_normalized TEXT NOT NULL,
+        zk_address TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE numbers (
+        phone TEXT PRIMARY KEY,
+        object_id TEXT NOT NULL UNIQUE,
+        source TEXT NOT NULL,
+        country TEXT,
+        created_at BIGINT NOT NULL
+      )`,
+      `CREATE INDEX numbers_created_at ON numbers (created_at)`,
+      `CREATE TABLE approvals (
+        approval_number TEXT PRIMARY KEY,
+        api_key_id TEXT NOT NULL,
+        vendor_brand TEXT NOT NULL,
+        reference_number TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        title TEXT NOT NULL,
+        message TEXT NOT NULL,
+        success_redirect_url TEXT NOT NULL,
+        cancel_redirect_url TEXT NOT NULL,
+        method TEXT NOT NULL,
+        object_id TEXT NOT NULL,
+        phone_number TEXT,
+        status TEXT NOT NULL,
+        wallet TEXT,
+        proof TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        decided_at BIGINT,
+        UNIQUE (api_key_id, reference_number)
+      )`,
+      `CREATE TABLE ledger_objects (
+        object_id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE ledger_transactions (
+        digest TEXT PRIMARY KEY,
+        sender TEXT NOT NULL,
+        status TEXT NOT NULL,
+        events TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      )`,
+    ],
+  },
+]
+
+const LOCK_ID = 0x6b6e73 // "kns": one migrator at a time across processes on PostgreSQL
+
+/** Applies every pending migration, each in its own transaction. Returns the versions applied. */
+export async function migrate(db: Database, migrations: Migration[] = MIGRATIONS): Promise<number[]> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at BIGINT NOT NULL
+  )`)
+  const applied: number[] = []
+  for (const migration of migrations) {
+    const done = await db.transaction(async (tx) => {
+      if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [LOCK_ID])
+      const row = await tx.get('SELECT version FROM schema_migrations WHERE version = $1', [migration.version])
+      if (row !== undefined) return false
+      for (const statement of migration.up) await tx.run(statement)
+      await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
+        [migration.version, migration.name, Date.now()])
+      return true
+    })
+    if (done) applied.push(migration.version)
+  }
+  return applied
+}
+
+export async function schemaVersion(db: Database): Promise<number> {
+  const row = await db.get<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations')
+  return row?.v ?? 0
+}

@@ -1,0 +1,110 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite'
+import type { Database, Executor, Row } from './engine.ts'
+
+const PLACEHOLDER = /\$(\d+)/g
+
+/**
+ * Embedded SQLite through node:sqlite. The driver is synchronous and there is one
+ * connection, so a transaction whose body awaits must keep everyone else out until it
+ * ends: statements outside it queue behind a lock instead of joining it by accident.
+ */
+export class SqliteDatabase implements Database {
+  readonly engine = 'sqlite' as const
+  readonly #db: DatabaseSync
+  readonly #statements = new Map<string, StatementSync>()
+  #lock: Promise<void> | undefined
+  #closed = false
+
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    this.#db = new DatabaseSync(path)
+    this.#db.exec('PRAGMA journal_mode = WAL')
+    this.#db.exec('PRAGMA synchronous = NORMAL')
+    this.#db.exec('PRAGMA foreign_keys = ON')
+    // Another process (the CLI) may hold the write lock for a moment.
+    this.#db.exec('PRAGMA busy_timeout = 5000')
+  }
+
+  #prepare(sql: string): StatementSync {
+    let statement = this.#statements.get(sql)
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql.replace(PLACEHOLDER, '?$1'))
+      statement.setReadBigInts(false)
+      if (this.#statements.size > 500) this.#statements.clear()
+      this.#statements.set(sql, statement)
+    }
+    return statement
+  }
+
+  #bind(params: readonly unknown[]): SQLInputValue[] {
+    return params.map((p) => {
+      if (p === undefined) return null
+      if (typeof p === 'boolean') return p ? 1 : 0
+      return p as SQLInputValue
+    })
+  }
+
+  readonly #direct: Executor = {
+    all: async <T>(sql: string, params: readonly unknown[] = []) => this.#prepare(sql).all(...this.#bind(params)) as T[],
+    get: async <T>(sql: string, params: readonly unknown[] = []) => this.#prepare(sql).get(...this.#bind(params)) as T | undefined,
+    run: async (sql: string, params: readonly unknown[] = []) => Number(this.#prepare(sql).run(...this.#bind(params)).changes),
+  }
+
+  async #idle(): Promise<void> {
+    while (this.#lock !== undefined) await this.#lock
+  }
+
+  async all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    if (this.#lock !== undefined) await this.#idle()
+    return this.#direct.all<T>(sql, params)
+  }
+
+  async get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
+    if (this.#lock !== undefined) await this.#idle()
+    return this.#direct.get<T>(sql, params)
+  }
+
+  async run(sql: string, params?: readonly unknown[]): Promise<number> {
+    if (this.#lock !== undefined) await this.#idle()
+    return this.#direct.run(sql, params)
+  }
+
+  async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    await this.#idle()
+    let release!: () => void
+    this.#lock = new Promise<void>((resolve) => { release = resolve })
+    try {
+      this.#db.exec('BEGIN IMMEDIATE')
+      try {
+        const result = await fn(this.#direct)
+        this.#db.exec('COMMIT')
+        return result
+      } catch (err) {
+        if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
+        throw err
+      }
+    } finally {
+      this.#lock = undefined
+      release()
+    }
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.#idle()
+    this.#db.exec(sql)
+  }
+
+  async ping(): Promise<void> {
+    await this.get('SELECT 1 AS ok')
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    await this.#idle()
+    this.#closed = true
+    this.#statements.clear()
+    this.#db.close()
+  }
+}

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Service } from '../service.ts'
+import { registerErrorHandling } from './errors.ts'
+import { registerObservability } from './observability.ts'
+import { registerOpenApi } from './openapi.ts'
+import { approvalRoutes } from './routes/approvals.ts'
+import { identityRoutes } from './routes/identity.ts'
+import { ledgerRoutes } from './routes/ledger.ts'
+import { ErrorBody } from './schemas.ts'
+
+export const BODY_LIMIT = 64 * 1024
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
+export interface AppOptions {
+  /** pino options, or false for no logs (tests). */
+  logger?: FastifyServerOptions['logger']
+}
+
+/** The log line of a request: path and query keys only (query values can be capabilities). */
+function serializeRequest(request: { method: string; url: string; id: unknown; ip?: string }) {
+  const [path, query] = request.url.split('?', 2)
+  const keys = query === undefined ? '' : `?${[...new URLSearchParams(query).keys()].map((k) => `${k}=…`).join('&')}`
+  return { id: request.id, method: request.method, url: `${path}${keys}`, ip: request.ip }
+}
+
+export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
+  const logger = options.logger === false ? false : {
+    level: service.config.logLevel,
+    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    serializers: { req: serializeRequest },
+    ...(typeof options.logger === 'object' ? options.logger : {}),
+  }
+  const app = Fastify({
+    logger,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: service.config.trustProxy,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id']
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
+    return503OnClosing: true,
+  })
+  app.decorateRequest('apiKey', null)
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  app.addSchema(ErrorBody)
+  registerErrorHandling(app)
+  await registerOpenApi(app, service)
+  registerObservability(app, service)
+  await app.register(identityRoutes, { service })
+  await app.register(approvalRoutes, { service })
+  await app.register(ledgerRoutes, { service })
+  return app
+}

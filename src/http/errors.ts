@@ -1,0 +1,59 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { KnsError, RateLimitedError } from '../errors.ts'
+
+interface ErrorBody { success: false; code: string; error: string; message: string; field?: string; requestId: string }
+
+/** Fastify's own 4xx errors, mapped to our stable codes. */
+const FASTIFY_CODES: Record<number, string> = {
+  400: 'INVALID_REQUEST', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED', 406: 'NOT_ACCEPTABLE',
+  413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE', 429: 'RATE_LIMITED',
+}
+
+function send(reply: FastifyReply, request: FastifyRequest, status: number, code: string, text: string, field?: string): FastifyReply {
+  const body: ErrorBody = { success: false, code, error: text, message: text, requestId: String(request.id) }
+  if (field !== undefined) body.field = field
+  return reply.status(status).send(body)
+}
+
+/** `body/phoneNumber must match pattern` -> field `phoneNumber`, readable message. */
+function describeValidation(err: FastifyError): { field?: string; text: string } {
+  const first = err.validation?.[0]
+  if (first === undefined) return { text: err.message }
+  const params = first.params as { missingProperty?: string; allowedValues?: unknown[] }
+  const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.')
+  const field = params.missingProperty !== undefined ? (path ? `${path}.${params.missingProperty}` : params.missingProperty) : path || undefined
+  const where = err.validationContext ?? 'request'
+  let text: string
+  if (params.missingProperty !== undefined) text = `${where}: ${field} is required`
+  else if (params.allowedValues !== undefined) text = `${where}: ${field} must be one of ${params.allowedValues.map(String).join(', ')}`
+  else text = `${where}: ${field ?? where} ${first.message ?? 'is invalid'}`
+  return field === undefined ? { text } : { field, text }
+}
+
+/**
+ * One JSON error shape for every endpoint. The caller's mistakes get their 4xx; anything
+ * else is logged with its stack and answered as a bare 500, never leaking internals.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof KnsError) {
+      if (err instanceof RateLimitedError) reply.header('retry-after', String(err.retryAfterS))
+      if (err.status >= 500) request.log.error({ err }, 'request failed')
+      return send(reply, request, err.status, err.code, err.message, err.field)
+    }
+    if (err.validation !== undefined) {
+      const { field, text } = describeValidation(err)
+      return send(reply, request, 400, 'INVALID_REQUEST', text, field)
+    }
+    const status = err.statusCode
+    if (status !== undefined && status >= 400 && status < 500) {
+      return send(reply, request, status, FASTIFY_CODES[status] ?? 'INVALID_REQUEST', err.message)
+    }
+    request.log.error({ err }, 'unhandled error')
+    return send(reply, request, 500, 'INTERNAL', 'internal error')
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    send(reply, request, 404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)
+  })
+}

@@ -1,0 +1,36 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import type { Service } from '../service.ts'
+
+const DESCRIPTION = `Phone-number identity on the Sui ledger.
+
+* **Area A**: registration with zkLogin addresses, ledger-backed approvals.
+* **Errors**: every error response has the \`ErrorBody\` shape; \`code\` is stable.
+* **Auth**: endpoints marked with a lock need \`x-api-key\` with the named scope;
+  401 for a missing, unknown or revoked key, 403 for a missing scope, 429 past the key's rate
+  (with \`Retry-After\`). Endpoints without a key are rate limited per client IP.
+* **Approval states**: \`pending\` -> \`approved\` | \`cancelled\`; a pending request becomes
+  \`expired\` at \`expiresAt\`. Only the token's owner can approve.`
+
+/** OpenAPI 3.1 at /openapi.json, generated from the route schemas; reference page at /docs (assets served locally). */
+export async function registerOpenApi(app: FastifyInstance, service: Service): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'KNS: number identity, caller verification and public statistics', version: '1.0.0', description: DESCRIPTION },
+      servers: [{ url: service.config.publicBaseUrl }],
+      components: {
+        securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
+      },
+      tags: [
+        { name: 'identity', description: 'Registration (area A)' },
+        { name: 'approvals', description: 'Approval requests and their verification (area A)' },
+        { name: 'ledger', description: 'Embedded ledger operations (LEDGER=local only)' },
+      ],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}

@@ -1,0 +1,102 @@
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { cancelApproval } from '../../approvals/cancel-approval.ts'
+import { createApproval, type ApprovalRequest } from '../../approvals/create-approval.ts'
+import { transactionDetails } from '../../approvals/transaction-details.ts'
+import { verifySignature } from '../../approvals/verify-signature.ts'
+import { verifyTransaction } from '../../approvals/verify-transaction.ts'
+import type { ApiKey } from '../../keys/api-keys.ts'
+import type { Service } from '../../service.ts'
+import { API_KEY_SECURITY, publicRateLimit, requireScope } from '../auth.ts'
+import {
+  ApprovalResponse, CancelRequest, DetailsQuery, ObjectIdApprovalRequest, PhoneApprovalRequest, TransactionDetailsResponse,
+  VerdictResponse, VerifySignatureRequest, VerifyTransactionRequest, withErrors,
+} from '../schemas.ts'
+
+const VERDICT_NOTE = 'A well-formed request that fails verification is answered 200 with `success: false`, `error` and `code`; ' +
+  'a malformed one 400; an unknown approval number 404. Repeating a successful verification succeeds again.'
+
+export async function approvalRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const { config, db, ledger } = service
+  const createDeps = { db, ledger, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS }
+  const guard = requireScope(service, 'approvals')
+  const open = publicRateLimit(service)
+  // The guard ran first, so the key is set.
+  const create = (apiKey: ApiKey | null, body: ApprovalRequest) => createApproval(createDeps, apiKey!, body)
+
+  app.post('/numsys/approval-phone', {
+    preHandler: guard,
+    schema: {
+      tags: ['approvals'],
+      summary: 'Ask the owner of a phone number to approve an action',
+      description: '404 when the number has no number-system token. Retrying with the same referenceNumber and body ' +
+        'returns the same pending approval; a different body is a 409.',
+      security: API_KEY_SECURITY,
+      body: PhoneApprovalRequest,
+      response: withErrors({ 200: ApprovalResponse }),
+    },
+  }, async (request) => create(request.apiKey, request.body))
+
+  app.post('/numsys/approval-object-id', {
+    preHandler: guard,
+    schema: {
+      tags: ['approvals'],
+      summary: 'Ask the owner of a number-system token to approve an action',
+      description: '404 when the token does not exist on the ledger. Same retry rules as approval-phone.',
+      security: API_KEY_SECURITY,
+      body: ObjectIdApprovalRequest,
+      response: withErrors({ 200: ApprovalResponse }),
+    },
+  }, async (request) => create(request.apiKey, request.body))
+
+  app.get('/numsys/transaction_details', {
+    preHandler: open,
+    schema: {
+      tags: ['approvals'],
+      summary: 'The state of an approval request',
+      description: '`ref` is the approval number. `wallet` is the token owner who must approve, then the address that did. ' +
+        'No key: the approval number (96 random bits) is the capability, as in the approval URL.',
+      querystring: DetailsQuery,
+      response: withErrors({ 200: TransactionDetailsResponse }),
+    },
+  }, async (request) => transactionDetails({ db, ledger, serviceUrl: config.publicBaseUrl }, request.query.ref))
+
+  app.post('/numsys/verify_signature', {
+    preHandler: open,
+    schema: {
+      tags: ['approvals'],
+      summary: 'Approve a `sign` request with the owner\'s personal-message signature over `signMessage`',
+      description: VERDICT_NOTE,
+      body: VerifySignatureRequest,
+      response: withErrors({ 200: VerdictResponse }),
+    },
+  }, async (request) => verifySignature({
+    db, ledger, now: Date.now(), serviceUrl: config.publicBaseUrl,
+    approvalNumber: request.body.approvalNumber, signature: request.body.signature,
+  }))
+
+  app.post('/numsys/verify_transaction', {
+    preHandler: open,
+    schema: {
+      tags: ['approvals'],
+      summary: 'Approve an `event` request with the digest of the owner\'s `kns::approve` transaction',
+      description: VERDICT_NOTE,
+      body: VerifyTransactionRequest,
+      response: withErrors({ 200: VerdictResponse }),
+    },
+  }, async (request) => verifyTransaction({
+    db, ledger, now: Date.now(), approvalNumber: request.body.approvalNumber, digest: request.body.digest,
+  }))
+
+  app.post('/numsys/approval-cancel', {
+    preHandler: open,
+    schema: {
+      tags: ['approvals'],
+      summary: 'Extension: the user declines the request (approval page "Cancel")',
+      description: 'pending -> cancelled; idempotent. An approved or expired request answers `success: false`.',
+      body: CancelRequest,
+      response: withErrors({ 200: VerdictResponse }),
+    },
+  }, async (request) => cancelApproval(db, request.body.approvalNumber))
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { registerOrLogin } from '../../identity/register.ts'
+import type { Service } from '../../service.ts'
+import { publicRateLimit } from '../auth.ts'
+import { RegisterRequest, RegisterResponse, withErrors } from '../schemas.ts'
+
+export async function identityRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+
+  app.post('/numsys/register-user-login', {
+    preHandler: publicRateLimit(service),
+    schema: {
+      tags: ['identity'],
+      summary: 'Register a phone number, or log in to it',
+      description: 'The same phone number always returns the same userId, identifiers and zkAddress. A number registered ' +
+        'with another e-mail is never taken over: 409. On first registration the ledger mints the number\'s KNS token ' +
+        'to the zkAddress (embedded ledger; on Sui an operator links the token).',
+      body: RegisterRequest,
+      response: withErrors({ 200: RegisterResponse }),
+    },
+  }, async (request) => {
+    const result = await registerOrLogin({
+      db: service.db,
+      ledger: service.ledger,
+      secret: service.secret,
+      zkLoginIssuer: service.config.zkLoginIssuer,
+      zkLoginClientId: service.config.zkLoginClientId,
+    }, request.body)
+    return {
+      success: true,
+      message: result.created ? 'user registered' : 'user logged in',
+      userId: result.userId,
+      identifiers: result.identifiers,
+      zkAddress: result.zkAddress,
+    }
+  })
+}

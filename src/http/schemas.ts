@@ -1,0 +1,112 @@
+import { Type, type TSchema } from 'typebox'
+import { E164_PATTERN } from '../identity/phone.ts'
+
+/** Shared formats of the contract (kns-api.md, "Common formats"). */
+export const E164 = Type.String({ pattern: E164_PATTERN, description: 'E.164 phone number, leading + optional', examples: ['+14155550100'] })
+export const ObjectId = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', minLength: 66, maxLength: 66, description: 'Sui object ID' })
+export const Address = Type.String({ pattern: '^0x[0-9a-f]{64}$', description: 'Sui address (lowercase)' })
+/** No control characters: these strings are shown to people and embedded in signed text. */
+const SINGLE_LINE = '^[^\\u0000-\\u001f\\u007f]*$'
+/** Free text may have line breaks and tabs, nothing else below U+0020. */
+const MULTI_LINE = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f]*$'
+export const RedirectUrl = Type.String({ pattern: '^https?:\\/\\/[^\\s]*$', minLength: 1, maxLength: 255, description: 'http:// or https:// URL' })
+export const ApprovalNumber = Type.String({ pattern: '^[0-9a-f]{24}$', description: '24 lowercase hex characters' })
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC with milliseconds' })
+
+export const ErrorBody = Type.Object({
+  success: Type.Literal(false),
+  code: Type.String({ description: 'stable machine-readable code, e.g. INVALID_REQUEST, UNAUTHORIZED, NOT_FOUND' }),
+  error: Type.String({ description: 'what went wrong, for people' }),
+  message: Type.String({ description: 'same text as `error` (the registration contract names it `message`)' }),
+  field: Type.Optional(Type.String({ description: 'the request field at fault, when one is' })),
+  requestId: Type.String(),
+}, { $id: 'ErrorBody', description: 'Every error response, on every endpoint' })
+
+/** `{ ...ok, 4xx/5xx: ErrorBody }` for a route's `response` schema. */
+export function withErrors<T extends Record<number, TSchema>>(ok: T) {
+  return { ...ok, '4xx': Type.Ref('ErrorBody'), '5xx': Type.Ref('ErrorBody') }
+}
+
+export const RegisterRequest = Type.Object({
+  email: Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]{1,64}@[^\\s@]+\\.[^\\s@]+$', description: 'e-mail address' }),
+  phoneNumber: E164,
+})
+
+export const RegisterResponse = Type.Object({
+  success: Type.Boolean(),
+  message: Type.String(),
+  userId: Type.String({ description: 'stable user ID (UUID); the zkLogin `sub` claim' }),
+  identifiers: Type.Array(Type.Object({
+    type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+    identifier: Type.String(),
+  })),
+  zkAddress: Address,
+})
+
+const approvalFields = {
+  title: Type.String({ minLength: 1, maxLength: 255, pattern: SINGLE_LINE }),
+  message: Type.String({ minLength: 1, maxLength: 2000, pattern: MULTI_LINE }),
+  successRedirectUrl: RedirectUrl,
+  cancelRedirectUrl: RedirectUrl,
+  referenceNumber: Type.String({ minLength: 1, maxLength: 255, pattern: SINGLE_LINE, description: 'your reference; retrying with the same one is safe' }),
+  method: Type.Union([Type.Literal('sign'), Type.Literal('event')]),
+}
+
+export const PhoneApprovalRequest = Type.Object({ ...approvalFields, phoneNumber: E164 })
+export const ObjectIdApprovalRequest = Type.Object({ ...approvalFields, objectId: ObjectId })
+
+export const ApprovalResponse = Type.Object({
+  approvalUrl: Type.String({ description: '$PUBLIC_BASE_URL/approve?ref=<approvalNumber>' }),
+  approvalNumber: ApprovalNumber,
+  error: Type.Optional(Type.String({ description: 'only on errors (see ErrorBody)' })),
+})
+
+export const DetailsQuery = Type.Object({ ref: Type.String({ minLength: 1, maxLength: 64, description: 'the approval number' }) })
+
+export const STATUSES = ['pending', 'approved', 'cancelled', 'expired'] as const
+
+export const TransactionDetailsResponse = Type.Object({
+  title: Type.String(),
+  message: Type.String(),
+  objectId: ObjectId,
+  successRedirectUrl: Type.String(),
+  cancelRedirectUrl: Type.String(),
+  approvalNumber: ApprovalNumber,
+  createdAt: Timestamp,
+  approved: Type.Boolean(),
+  method: Type.Union([Type.Literal('sign'), Type.Literal('event')]),
+  phoneNumber: Type.Optional(Type.String({ description: 'canonical +E.164; absent when the token has no known number' })),
+  wallet: Type.Optional(Type.String({ description: 'token owner that must approve; after approval, the approver. Absent if the token has no owning address' })),
+  vendorBrand: Type.String({ description: 'brand of the API key that created the request' }),
+  status: Type.Union(STATUSES.map((s) => Type.Literal(s)), { description: 'extension: pending -> approved | cancelled | expired' }),
+  expiresAt: Timestamp,
+  signMessage: Type.String({ description: 'extension: the exact UTF-8 text to sign for a `sign` approval' }),
+})
+
+export const VerifySignatureRequest = Type.Object({
+  // zkLogin and multisig signatures are long; nothing legitimate approaches 16 KiB.
+  signature: Type.String({ minLength: 1, maxLength: 16384, pattern: '^[A-Za-z0-9+/]+={0,2}$', description: 'Sui serialized signature, base64' }),
+  approvalNumber: ApprovalNumber,
+})
+
+export const VerifyTransactionRequest = Type.Object({
+  digest: Type.String({ pattern: '^[1-9A-HJ-NP-Za-km-z]{32,44}$', description: 'Sui transaction digest: base58 of 32 bytes' }),
+  approvalNumber: ApprovalNumber,
+})
+
+export const CancelRequest = Type.Object({ approvalNumber: ApprovalNumber })
+
+export const VerdictResponse = Type.Object({
+  success: Type.Boolean(),
+  error: Type.Optional(Type.String({ description: 'why verification failed' })),
+  code: Type.Optional(Type.String({
+    description: 'extension, stable reason: WRONG_METHOD, CANCELLED, EXPIRED, INVALID_SIGNATURE, UNSUPPORTED_SIGNATURE_SCHEME, WRONG_SIGNER, TOKEN_NOT_FOUND, TRANSACTION_NOT_FOUND, TRANSACTION_FAILED, EVENT_MISSING, ALREADY_APPROVED',
+  })),
+})
+
+export const LedgerApproveRequest = Type.Object({
+  objectId: ObjectId,
+  ref: Type.String({ minLength: 1, maxLength: 255, pattern: SINGLE_LINE }),
+  signature: VerifySignatureRequest.properties.signature,
+})
+export const LedgerApproveResponse = Type.Object({ digest: Type.String() })

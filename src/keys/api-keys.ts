@@ -1,0 +1,123 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Executor } from '../db/engine.ts'
+import { NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
+
+export const SCOPES = ['approvals', 'caller', 'admin'] as const
+export type Scope = (typeof SCOPES)[number]
+export const DEFAULT_SCOPES: Scope[] = ['approvals', 'caller']
+
+export interface ApiKey {
+  id: string
+  vendor: string
+  scopes: Scope[]
+  /** Requests per second (token bucket refill rate). */
+  rate: number
+  createdAt: number
+  revokedAt: number | null
+}
+
+interface ApiKeyRow { id: string; secret_hash: string; vendor: string; scopes: string; rate: number; created_at: number; revoked_at: number | null }
+
+/** `kns_<16 hex id>_<43 base64url secret>`: the id finds the row, the secret is compared in constant time. */
+const KEY_FORMAT = /^kns_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/
+const VENDOR_FORMAT = /^[\p{L}\p{N}][\p{L}\p{N} .,&'()_-]{0,63}$/u
+/** How long a looked-up key may be reused: bounds how late a revocation takes effect. */
+const CACHE_TTL_MS = 500
+
+function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest()
+}
+
+function fromRow(row: ApiKeyRow): ApiKey {
+  return {
+    id: row.id,
+    vendor: row.vendor,
+    scopes: row.scopes.split(',').filter(Boolean) as Scope[],
+    rate: Number(row.rate),
+    createdAt: Number(row.created_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  }
+}
+
+export function parseScopes(raw: string): Scope[] {
+  const scopes = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))]
+  if (scopes.length === 0) throw new ValidationError('at least one scope is required', { field: 'scopes' })
+  for (const scope of scopes) {
+    if (!(SCOPES as readonly string[]).includes(scope)) {
+      throw new ValidationError(`unknown scope "${scope}" (allowed: ${SCOPES.join(', ')})`, { field: 'scopes' })
+    }
+  }
+  return scopes as Scope[]
+}
+
+export async function createApiKey(db: Executor, input: { vendor: string; scopes?: Scope[]; rate: number }): Promise<ApiKey & { key: string }> {
+  const vendor = input.vendor.trim()
+  if (!VENDOR_FORMAT.test(vendor)) {
+    throw new ValidationError('vendor must be 1-64 letters, digits, spaces or .,&\'()_- and start with a letter or digit', { field: 'vendor' })
+  }
+  if (!Number.isInteger(input.rate) || input.rate < 1 || input.rate > 1_000_000) {
+    throw new ValidationError('rate must be a whole number of requests per second between 1 and 1000000', { field: 'rate' })
+  }
+  const scopes = input.scopes ?? DEFAULT_SCOPES
+  const id = randomBytes(8).toString('hex')
+  const secret = randomBytes(32).toString('base64url')
+  const createdAt = Date.now()
+  await db.run('INSERT INTO api_keys (id, secret_hash, vendor, scopes, rate, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [id, hashSecret(secret).toString('hex'), vendor, scopes.join(','), input.rate, createdAt])
+  return { id, key: `kns_${id}_${secret}`, vendor, scopes, rate: input.rate, createdAt, revokedAt: null }
+}
+
+export async function listApiKeys(db: Executor): Promise<ApiKey[]> {
+  const rows = await db.all<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')
+  return rows.map(fromRow)
+}
+
+export async function revokeApiKey(db: Executor, id: string): Promise<ApiKey> {
+  await db.run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [Date.now(), id])
+  const row = await db.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id])
+  if (row === undefined) throw new NotFoundError(`no API key with id ${id}`, { field: 'id' })
+  return fromRow(row)
+}
+
+export async function countApiKeys(db: Executor): Promise<number> {
+  const row = await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys')
+  return Number(row?.n ?? 0)
+}
+
+/**
+ * Resolves `x-api-key` values to keys. Rows are cached for CACHE_TTL_MS so the hot path
+ * rarely touches the database, yet a revocation (by any process, through the CLI too)
+ * takes effect within that bound.
+ */
+export class ApiKeyAuthenticator {
+  readonly #db: Executor
+  readonly #cache = new Map<string, { row: ApiKeyRow | undefined; until: number }>()
+
+  constructor(db: Executor) {
+    this.#db = db
+  }
+
+  async authenticate(presented: string | undefined): Promise<ApiKey> {
+    if (presented === undefined || presented === '') throw new UnauthorizedError('missing API key: send it in the x-api-key header')
+    const match = KEY_FORMAT.exec(presented)
+    if (match === null) throw new UnauthorizedError('invalid API key')
+    const [, id, secret] = match as unknown as [string, string, string]
+    const row = await this.#lookup(id)
+    // Hash even when the id is unknown, so timing does not tell which ids exist.
+    const expected = row === undefined ? Buffer.alloc(32) : Buffer.from(row.secret_hash, 'hex')
+    const matches = timingSafeEqual(hashSecret(secret), expected)
+    if (row === undefined || !matches) throw new UnauthorizedError('invalid API key')
+    if (row.revoked_at !== null) throw new UnauthorizedError('API key revoked')
+    return fromRow(row)
+  }
+
+  async #lookup(id: string): Promise<ApiKeyRow | undefined> {
+    const now = Date.now()
+    const hit = this.#cache.get(id)
+    if (hit !== undefined && hit.until > now) return hit.row
+    const row = await this.#db.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id])
+    if (this.#cache.size > 10_000) this.#cache.clear()
+    this.#cache.set(id, { row, until: now + CACHE_TTL_MS })
+    return row
+  }
+}

@@ -1,0 +1,15 @@
+import type { Config } from '../config.ts'
+import type { Database } from '../db/engine.ts'
+import type { Ledger } from './ledger.ts'
+import { LocalLedger } from './local-ledger.ts'
+import { SuiLedger } from './sui-ledger.ts'
+
+export function createLedger(config: Config, db: Database): Ledger {
+  if (config.ledger === 'local') return new LocalLedger(db, config.knsPackageId)
+  return new SuiLedger({
+    graphqlUrl: config.suiGraphqlUrl,
+    knsPackageId: config.knsPackageId,
+    idMapTableId: config.idMapTableId,
+    cacheTtlS: config.ledgerCacheTtlS,
+  })
+}

@@ -1,0 +1,82 @@
+import type { ClientWithCoreApi } from '@mysten/sui/client'
+import type { Executor } from '../db/engine.ts'
+
+/** A Move event as the ledger reports it: full type name and its fields as JSON. */
+export interface LedgerEvent {
+  type: string
+  sender: string
+  json: Record<string, unknown>
+}
+
+export interface LedgerTransaction {
+  digest: string
+  sender: string
+  /** Whether execution succeeded (a failed transaction emits no events). */
+  success: boolean
+  events: LedgerEvent[]
+  /** Epoch ms, when the ledger knows it. */
+  timestampMs: number | null
+}
+
+export interface KnsToken {
+  objectId: string
+  /** The address that owns the token, or null when it is not address-owned (shared, wrapped). */
+  owner: string | null
+}
+
+export interface KeystoreKey {
+  keyId: string
+  /** SPKI PEM of a P-256 public key. */
+  publicKey: string
+  revoked: boolean
+}
+
+export interface Keystore {
+  objectId: string
+  name: string
+  creator: string
+  imageUrl: string | null
+  keys: KeystoreKey[]
+}
+
+/**
+ * What the service needs of the Sui ledger. Two implementations: the embedded ledger
+ * (`LEDGER=local`, same database) and the Sui GraphQL adapter (`LEDGER=sui`, read-only).
+ * Reads that find nothing return null; a ledger that cannot be reached throws
+ * LedgerUnavailableError; a write the ledger cannot do throws LedgerUnsupportedError.
+ */
+export interface Ledger {
+  readonly kind: 'local' | 'sui'
+  /** `<KNS package>::kns::Kns`. */
+  readonly tokenType: string
+  /** `<KNS package>::kns::ApprovalEvent`. */
+  readonly approvalEventType: string
+  /**
+   * A Sui client for checks that need live chain state (zkLogin signatures: JWKs, epoch).
+   * Absent on the embedded ledger, which therefore cannot verify zkLogin signatures.
+   */
+  readonly coreClient?: ClientWithCoreApi
+
+  /** The KNS token with that ID, or null when no such KNS token exists. */
+  getToken(objectId: string): Promise<KnsToken | null>
+  /** Mints a new KNS token to `owner`. `tx` lets the caller make the mint part of its own transaction. */
+  mintToken(owner: string, tx?: Executor): Promise<KnsToken>
+  /** A transaction by its base58 digest, or null when the ledger does not know it. */
+  getTransaction(digest: string): Promise<LedgerTransaction | null>
+
+  /** Keystore (certificate registry) object, or null. */
+  getKeystore(objectId: string): Promise<Keystore | null>
+  /** Keystore IDs linked to a KNS token in the ID map ([] when none). */
+  getLinkedKeystores(tokenId: string): Promise<string[]>
+
+  close(): Promise<void>
+}
+
+export const OBJECT_ID_PATTERN = /^0x[0-9a-fA-F]{64}$/
+/** Sui address: same form as an object ID. */
+export const ADDRESS_PATTERN = OBJECT_ID_PATTERN
+
+/** Canonical lowercase form of an object ID or address. */
+export function normalizeId(id: string): string {
+  return id.toLowerCase()
+}

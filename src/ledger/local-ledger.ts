@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto'
+import { normalizeSuiAddress, toBase58 } from '@mysten/sui/utils'
+import type { Database, Executor } from '../db/engine.ts'
+import { NotFoundError, ForbiddenError } from '../errors.ts'
+import type { Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
+
+interface TransactionRow { digest: string; sender: string; status: string; events: string; created_at: number }
+
+/**
+ * The embedded ledger (`LEDGER=local`): KNS tokens and transactions in the service's own
+ * database, with Sui-shaped object IDs, addresses, digests and events, so everything above
+ * it behaves exactly as on Sui. Ownership rules are enforced as a Move module would:
+ * only the owner of a token can approve with it or transfer it.
+ */
+export class LocalLedger implements Ledger {
+  readonly kind = 'local' as const
+  readonly packageId: string
+  readonly tokenType: string
+  readonly approvalEventType: string
+  readonly mintedEventType: string
+  readonly #db: Database
+
+  constructor(db: Database, knsPackageId: string) {
+    this.#db = db
+    this.packageId = normalizeSuiAddress(knsPackageId)
+    this.tokenType = `${this.packageId}::kns::Kns`
+    this.approvalEventType = `${this.packageId}::kns::ApprovalEvent`
+    this.mintedEventType = `${this.packageId}::kns::MintedEvent`
+  }
+
+  async getToken(objectId: string, tx: Executor = this.#db): Promise<KnsToken | null> {
+    const row = await tx.get<{ owner: string }>(
+      'SELECT owner FROM ledger_objects WHERE object_id = $1 AND type = $2', [normalizeSuiAddress(objectId), this.tokenType])
+    return row === undefined ? null : { objectId: normalizeSuiAddress(objectId), owner: row.owner }
+  }
+
+  async mintToken(owner: string, tx?: Executor): Promise<KnsToken> {
+    const work = async (ex: Executor): Promise<KnsToken> => {
+      const objectId = `0x${randomBytes(32).toString('hex')}`
+      const to = normalizeSuiAddress(owner)
+      await ex.run('INSERT INTO ledger_objects (object_id, type, owner, version, created_at) VALUES ($1, $2, $3, 1, $4)',
+        [objectId, this.tokenType, to, Date.now()])
+      await this.#record(ex, to, [{ type: this.mintedEventType, sender: to, json: { object_id: objectId } }])
+      return { objectId, owner: to }
+    }
+    return tx === undefined ? this.#db.transaction(work) : work(tx)
+  }
+
+  /** `0x2::transfer::public_transfer`: only meaningful on the embedded ledger (operator command). */
+  async transferToken(objectId: string, to: string): Promise<{ digest: string }> {
+    return this.#db.transaction(async (tx) => {
+      const token = await this.getToken(objectId, tx)
+      if (token === null) throw new NotFoundError(`no KNS token ${objectId} on the embedded ledger`, { field: 'objectId' })
+      await tx.run('UPDATE ledger_objects SET owner = $1, version = version + 1 WHERE object_id = $2',
+        [normalizeSuiAddress(to), token.objectId])
+      const digest = await this.#record(tx, token.owner ?? normalizeSuiAddress(to), [])
+      return { digest }
+    })
+  }
+
+  /**
+   * The equivalent of the owner calling `kns::approve(token, ref)`: refused unless `sender`
+   * owns the token; records a successful transaction that emits ApprovalEvent.
+   */
+  async approve(objectId: string, ref: string, sender: string): Promise<{ digest: string }> {
+    return this.#db.transaction(async (tx) => {
+      const token = await this.getToken(objectId, tx)
+      if (token === null) throw new NotFoundError(`no KNS token ${objectId} on the embedded ledger`, { field: 'objectId' })
+      const from = normalizeSuiAddress(sender)
+      if (token.owner !== from) throw new ForbiddenError(`address ${from} does not own token ${token.objectId}`)
+      const digest = await this.#record(tx, from, [{ type: this.approvalEventType, sender: from, json: { object_id: token.objectId, ref } }])
+      return { digest }
+    })
+  }
+
+  async #record(tx: Executor, sender: string, events: LedgerEvent[]): Promise<string> {
+    const digest = toBase58(randomBytes(32))
+    await tx.run('INSERT INTO ledger_transactions (digest, sender, status, events, created_at) VALUES ($1, $2, $3, $4, $5)',
+      [digest, sender, 'success', JSON.stringify(events), Date.now()])
+    return digest
+  }
+
+  async getTransaction(digest: string): Promise<LedgerTransaction | null> {
+    const row = await this.#db.get<TransactionRow>('SELECT * FROM ledger_transactions WHERE digest = $1', [digest])
+    if (row === undefined) return null
+    return {
+      digest: row.digest,
+      sender: row.sender,
+      success: row.status === 'success',
+      events: JSON.parse(row.events) as LedgerEvent[],
+      timestampMs: Number(row.created_at),
+    }
+  }
+
+  // Keystores and their links arrive with caller verification (area B); until then the
+  // embedded ledger holds none.
+  async getKeystore(_objectId: string): Promise<Keystore | null> { return null }
+  async getLinkedKeystores(_tokenId: string): Promise<string[]> { return [] }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,48 @@
+/**
+ * Verification pipelines are lists of small named checks run in order, so each pipeline
+ * reads like the checklist it implements and reports which step failed and why.
+ */
+export class CheckFailed extends Error {
+  /** Stable, machine-readable reason, e.g. WRONG_SIGNER. */
+  readonly code: string
+  constructor(code: string, message: string) {
+    super(message)
+    this.name = 'CheckFailed'
+    this.code = code
+  }
+}
+
+export interface Check<C> {
+  readonly name: string
+  /** Throws CheckFailed to fail; may return a short detail for the step report. */
+  run(ctx: C): Promise<string | void> | string | void
+}
+
+export interface StepReport { name: string; ok: boolean; detail?: string }
+
+export type CheckOutcome =
+  | { ok: true; steps: StepReport[] }
+  | { ok: false; code: string; message: string; failedStep: string; steps: StepReport[] }
+
+export function check<C>(name: string, run: Check<C>['run']): Check<C> {
+  return { name, run }
+}
+
+/**
+ * Runs `checks` in order and stops at the first failure. Errors other than CheckFailed
+ * (a database or ledger outage, a bug) propagate: they are not a verdict on the input.
+ */
+export async function runChecks<C>(checks: readonly Check<C>[], ctx: C): Promise<CheckOutcome> {
+  const steps: StepReport[] = []
+  for (const step of checks) {
+    try {
+      const detail = await step.run(ctx)
+      steps.push(detail ? { name: step.name, ok: true, detail } : { name: step.name, ok: true })
+    } catch (err) {
+      if (!(err instanceof CheckFailed)) throw err
+      steps.push({ name: step.name, ok: false, detail: err.message })
+      return { ok: false, code: err.code, message: err.message, failedStep: step.name, steps }
+    }
+  }
+  return { ok: true, steps }
+}

@@ -1,0 +1,59 @@
+import type { Config } from './config.ts'
+import { ConfigError } from './errors.ts'
+import type { Database } from './db/engine.ts'
+import { migrate } from './db/migrations.ts'
+import { openDatabase } from './db/open.ts'
+import { getOrInitSetting, resolveServerSecret } from './db/settings.ts'
+import { ApiKeyAuthenticator } from './keys/api-keys.ts'
+import { createLedger } from './ledger/create-ledger.ts'
+import type { Ledger } from './ledger/ledger.ts'
+import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts'
+
+/** Everything a request handler or CLI command needs, opened once per process. */
+export interface Service {
+  config: Config
+  db: Database
+  ledger: Ledger
+  /** Server secret: key for derived salts and hashes. Never logged, never returned. */
+  secret: Buffer
+  rateLimiter: RateLimiter
+  apiKeys: ApiKeyAuthenticator
+  close(): Promise<void>
+}
+
+/**
+ * zkLogin addresses depend on the issuer and client ID. The first values used are kept in
+ * the database; starting later with different ones would silently give every user a new
+ * wallet, so it is refused.
+ */
+async function pinZkLoginIdentity(db: Database, config: Config): Promise<void> {
+  const pinned = await getOrInitSetting(db, 'zklogin_identity', () => JSON.stringify([config.zkLoginIssuer, config.zkLoginClientId]))
+  const [issuer, clientId] = JSON.parse(pinned) as [string, string]
+  if (issuer !== config.zkLoginIssuer || clientId !== config.zkLoginClientId) {
+    throw new ConfigError(`ZKLOGIN_ISSUER/ZKLOGIN_CLIENT_ID differ from the values this database was created with ` +
+      `(${issuer}, ${clientId}); changing them would change every user's zkAddress`)
+  }
+}
+
+export async function openService(config: Config, options: { ledger?: Ledger; migrate?: boolean } = {}): Promise<Service> {
+  const db = openDatabase(config)
+  try {
+    if (options.migrate !== false) await migrate(db)
+    const secret = await resolveServerSecret(db, config.knsSecret)
+    await pinZkLoginIdentity(db, config)
+    const ledger = options.ledger ?? createLedger(config, db)
+    const rateLimiter = createRateLimiter(config.redisUrl)
+    return {
+      config, db, ledger, secret, rateLimiter,
+      apiKeys: new ApiKeyAuthenticator(db),
+      async close() {
+        await ledger.close()
+        await rateLimiter.close()
+        await db.close()
+      },
+    }
+  } catch (err) {
+    await db.close().catch(() => {})
+    throw err
+  }
+}
