@@ -1,0 +1,57 @@
+// The part of autocannon's programmatic API the benchmark uses (the package ships no types).
+declare module 'autocannon' {
+  interface Histogram {
+    average: number
+    mean: number
+    stddev: number
+    min: number
+    max: number
+    total: number
+    p50: number
+    p90: number
+    p97_5: number
+    p99: number
+  }
+
+  interface RequestParams {
+    method?: string
+    path?: string
+    headers?: Record<string, string>
+    body?: string | Buffer
+  }
+
+  interface Request extends RequestParams {
+    setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams | null
+  }
+
+  interface Options {
+    url: string
+    connections?: number
+    duration?: number
+    timeout?: number
+    method?: string
+    headers?: Record<string, string>
+    body?: string
+    requests?: Request[]
+    verifyBody?: (body: string) => boolean
+  }
+
+  interface Result {
+    requests: Histogram
+    latency: Histogram
+    duration: number
+    errors: number
+    timeouts: number
+    mismatches: number
+    non2xx: number
+    '2xx': number
+    statusCodeStats: Record<string, { count: number }>
+  }
+
+  interface Instance extends Promise<Result> {
+    stop(): void
+  }
+
+  function autocannon(options: Options): Instance
+  export default autocannon
+}

@@ -1,0 +1,44 @@
+/**
+ * One benchmark target, run as a child process of bench/api.bench.ts so the load generator
+ * does not share the server's event loop. Listens on 127.0.0.1 (free port) and reports
+ * `{ port }` over IPC; the message `stop` closes it cleanly (so `--cpu-prof` is written).
+ *
+ *   BENCH_MODE=bare  a bare Fastify app with `GET /bare` (the baseline)
+ *   BENCH_MODE=app   the real service, configured from the environment like `kns serve`
+ */
+import Fastify, { type FastifyInstance } from 'fastify'
+import { loadConfig } from '../src/config.ts'
+import { buildApp } from '../src/http/app.ts'
+import { openService, type Service } from '../src/service.ts'
+
+if (process.send === undefined) {
+  console.error('bench/server.ts is started by bench/api.bench.ts (it needs an IPC channel)')
+  process.exit(2)
+}
+
+let app: FastifyInstance
+let service: Service | undefined
+if (process.env.BENCH_MODE === 'bare') {
+  app = Fastify({ logger: false })
+  app.get('/bare', async () => ({ ok: true, service: 'kns', version: 1 }))
+} else {
+  service = await openService(loadConfig(process.env))
+  app = await buildApp(service, { logger: false })
+}
+
+await app.listen({ host: '127.0.0.1', port: 0 })
+const address = app.server.address()
+if (address === null || typeof address === 'string') throw new Error('no TCP address')
+process.send({ port: address.port })
+
+let stopping = false
+async function stop(): Promise<void> {
+  if (stopping) return
+  stopping = true
+  await app.close()
+  await service?.close()
+  process.exit(0)
+}
+process.on('message', (message) => { if (message === 'stop') void stop() })
+// The parent went away (crash or Ctrl-C): do not linger.
+process.on('disconnect', () => { void stop() })

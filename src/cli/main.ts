@@ -1,0 +1,114 @@
+import { loadConfig, loadDotEnv } from '../config.ts'
+import { migrate, schemaVersion } from '../db/migrations.ts'
+import { openDatabase } from '../db/open.ts'
+import { createApiKey, listApiKeys, parseScopes, revokeApiKey } from '../keys/api-keys.ts'
+import { openService, type Service } from '../service.ts'
+import { optional, parse, type Parsed } from './args.ts'
+import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
+import { createOutput, reportError, UsageError, type Output } from './output.ts'
+import { serve } from './serve.ts'
+
+const USAGE = `kns: phone-number identity on the Sui ledger
+
+Usage: kns <command> [options] [--json]
+
+  serve                                   start the HTTP API (same as npm start)
+  migrate                                 apply pending database migrations
+  api-key create --vendor <brand> [--scopes approvals,caller,admin] [--rate <req/s>]
+  api-key list
+  api-key revoke <id>
+  token mint --phone <+E164> --owner <0x address>         (LEDGER=local)
+  token transfer --object-id <id> --to <0x address>       (LEDGER=local)
+  token link --phone <+E164> --object-id <id>
+  ledger approve --object-id <id> --ref <approvalNumber> (--secret-key <suiprivkey1...> | --secret-key-file <f>)
+                                                          (LEDGER=local)
+
+Configuration comes from the environment and ./.env (see README). --json prints one JSON
+object on stdout; errors go to stderr with a non-zero exit code.`
+
+const OPTIONS = {
+  vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
+  phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
+  ref: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
+} as const
+
+async function apiKeyCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
+  if (sub === 'create') {
+    const vendor = optional(values, 'vendor')
+    if (vendor === undefined) throw new UsageError('--vendor is required')
+    const rateRaw = optional(values, 'rate')
+    if (rateRaw !== undefined && !/^\d+$/.test(rateRaw)) throw new UsageError('--rate must be a whole number of requests per second')
+    const scopesRaw = optional(values, 'scopes')
+    const key = await createApiKey(service.db, {
+      vendor,
+      rate: rateRaw === undefined ? service.config.defaultKeyRate : Number(rateRaw),
+      ...(scopesRaw === undefined ? {} : { scopes: parseScopes(scopesRaw) }),
+    })
+    return out.result({ id: key.id, key: key.key, vendor: key.vendor, scopes: key.scopes, rate: key.rate },
+      `created API key ${key.id} for ${key.vendor} (scopes ${key.scopes.join(',')}, ${key.rate} req/s)\n\n  ${key.key}\n\n` +
+      'It is shown only this once; only its hash is stored.')
+  }
+  if (sub === 'list') {
+    const keys = await listApiKeys(service.db)
+    const lines = keys.map((k) => `${k.id}  ${k.revokedAt === null ? 'active ' : 'revoked'}  ${k.scopes.join(',').padEnd(22)} ${String(k.rate).padStart(6)}/s  ${k.vendor}`)
+    return out.result({
+      keys: keys.map((k) => ({ id: k.id, vendor: k.vendor, scopes: k.scopes, rate: k.rate,
+        createdAt: new Date(k.createdAt).toISOString(), revokedAt: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString() })),
+    }, keys.length === 0 ? 'no API keys' : lines.join('\n'))
+  }
+  if (sub === 'revoke') {
+    const id = positionals[2]
+    if (id === undefined) throw new UsageError('usage: kns api-key revoke <id>')
+    const key = await revokeApiKey(service.db, id)
+    return out.result({ id: key.id, vendor: key.vendor, revokedAt: new Date(key.revokedAt!).toISOString() }, `revoked API key ${key.id} (${key.vendor})`)
+  }
+  throw new UsageError(`unknown command 'kns api-key ${sub ?? ''}'`)
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let json = argv.includes('--json')
+  try {
+    const args = parse(argv, OPTIONS)
+    json = args.values.json === true
+    const out = createOutput(json)
+    const [command, sub] = args.positionals
+    if (command === undefined || command === 'help' || command === '--help') {
+      process.stdout.write(`${USAGE}\n`)
+      return 0
+    }
+    loadDotEnv()
+    const config = loadConfig()
+    if (command === 'migrate') {
+      const db = openDatabase(config)
+      try {
+        const applied = await migrate(db)
+        const version = await schemaVersion(db)
+        out.result({ applied, version, engine: db.engine }, applied.length === 0 ? `database is up to date (version ${version})` : `applied migrations ${applied.join(', ')}; now at version ${version}`)
+      } finally {
+        await db.close()
+      }
+      return 0
+    }
+    if (!['serve', 'api-key', 'token', 'ledger'].includes(command)) throw new UsageError(`unknown command '${command}'`)
+    const service = await openService(config)
+    if (command === 'serve') {
+      await serve(service)
+      return -1 // keeps running; shutdown exits the process
+    }
+    try {
+      if (command === 'api-key') await apiKeyCommand(service, sub, args, out)
+      else if (command === 'token') await tokenCommand(service, sub, args, out)
+      else await ledgerCommand(service, sub, args, out)
+    } finally {
+      await service.close()
+    }
+    return 0
+  } catch (err) {
+    return reportError(err, json)
+  }
+}
+
+if (import.meta.main) {
+  const code = await main(process.argv.slice(2))
+  if (code >= 0) process.exitCode = code
+}

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify'
+import { getSetting } from '../db/settings.ts'
+import { buildApp } from '../http/app.ts'
+import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
+import type { Service } from '../service.ts'
+
+const SHUTDOWN_GRACE_MS = 10_000
+
+/**
+ * First start on an empty embedded database: one development key with every scope,
+ * printed once (stdout, never the log) with a ready-to-paste request, so a newcomer can
+ * try every endpoint at once. Never on PostgreSQL: that is a deployment, not a laptop.
+ */
+async function issueDevelopmentKey(service: Service): Promise<void> {
+  if (service.db.engine !== 'sqlite') return
+  if ((await countApiKeys(service.db)) > 0 || (await getSetting(service.db, 'dev_key_issued')) !== undefined) return
+  const key = await createApiKey(service.db, { vendor: 'Development', scopes: [...SCOPES], rate: service.config.defaultKeyRate })
+  await service.db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', ['dev_key_issued', key.id])
+  const base = service.config.publicBaseUrl
+  process.stdout.write([
+    '',
+    '  First start: created a development API key (all scopes). It is shown only this once:',
+    '',
+    `    ${key.key}`,
+    '',
+    '  Try it:',
+    `    curl -s ${base}/numsys/register-user-login -H 'content-type: application/json' \\`,
+    `      -d '{"email":"ada@example.com","phoneNumber":"+14155550100"}'`,
+    `    curl -s ${base}/numsys/approval-phone -H 'content-type: application/json' -H 'x-api-key: ${key.key}' \\`,
+    `      -d '{"title":"SIM replacement","message":"Approve the new SIM card","successRedirectUrl":"https://example.com/ok",`,
+    `           "cancelRedirectUrl":"https://example.com/cancel","referenceNumber":"ref-1","method":"sign","phoneNumber":"+14155550100"}'`,
+    '',
+    `  API reference: ${base}/docs`,
+    '',
+  ].join('\n') + '\n')
+}
+
+/** Stops accepting connections, lets in-flight requests finish, then closes the database. */
+function closeGracefully(app: FastifyInstance, service: Service): void {
+  let closing = false
+  const stop = (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down')
+    const force = setTimeout(() => {
+      app.log.error('shutdown grace period over; exiting')
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS)
+    force.unref()
+    app.close()
+      .then(() => service.close())
+      .then(() => process.exit(0), (err: unknown) => {
+        app.log.error({ err }, 'error during shutdown')
+        process.exit(1)
+      })
+  }
+  process.once('SIGTERM', () => stop('SIGTERM'))
+  process.once('SIGINT', () => stop('SIGINT'))
+}
+
+export async function serve(service: Service): Promise<FastifyInstance> {
+  await issueDevelopmentKey(service)
+  const app = await buildApp(service)
+  closeGracefully(app, service)
+  await app.listen({ port: service.config.port, host: service.config.host })
+  app.log.info({ engine: service.db.engine, ledger: service.ledger.kind, publicBaseUrl: service.config.publicBaseUrl }, 'kns ready')
+  return app
+}
