@@ -1,6 +1,6 @@
 // The part of autocannon's programmatic API the benchmark uses (the package ships no types).
 declare module 'autocannon' {
-  interface Histogram {
+  export interface Histogram {
     average: number
     mean: number
     stddev: number
@@ -13,18 +13,18 @@ declare module 'autocannon' {
     p99: number
   }
 
-  interface RequestParams {
+  export interface RequestParams {
     method?: string
     path?: string
     headers?: Record<string, string>
     body?: string | Buffer
   }
 
-  interface Request extends RequestParams {
+  export interface Request extends RequestParams {
     setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams | null
   }
 
-  interface Options {
+  export interface Options {
     url: string
     connections?: number
     duration?: number
@@ -36,7 +36,7 @@ declare module 'autocannon' {
     verifyBody?: (body: string) => boolean
   }
 
-  interface Result {
+  export interface Result {
     requests: Histogram
     latency: Histogram
     duration: number
@@ -48,7 +48,7 @@ declare module 'autocannon' {
     statusCodeStats: Record<string, { count: number }>
   }
 
-  interface Instance extends Promise<Result> {
+  export interface Instance extends Promise<Result> {
     stop(): void
   }
 

@@ -3,16 +3,16 @@ import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
 import { Secp256k1Keypair } from '@mysten/sui/keypairs/secp256k1'
 import { Secp256r1Keypair } from '@mysten/sui/keypairs/secp256r1'
 import { isValidSuiAddress, normalizeSuiAddress } from '@mysten/sui/utils'
-import { readFileSync } from 'node:fs'
 import { NotFoundError, ValidationError } from '../errors.ts'
 import { linkNumber } from '../identity/numbers.ts'
 import { canonicalPhone, isE164 } from '../identity/phone.ts'
 import { OBJECT_ID_PATTERN } from '../ledger/ledger.ts'
 import { LocalLedger } from '../ledger/local-ledger.ts'
 import type { Service } from '../service.ts'
-import { optional, required, type Parsed } from './args.ts'
+import { required, type Parsed } from './args.ts'
 import type { Output } from './output.ts'
 import { UsageError } from './output.ts'
+import { secretKeyArg } from './wallet-commands.ts'
 
 function phoneArg(values: Parsed['values']): string {
   const phone = required(values, 'phone')
@@ -93,10 +93,7 @@ export async function ledgerCommand(service: Service, sub: string | undefined, a
   const { values } = args
   const objectId = idArg(values, 'object-id')
   const ref = required(values, 'ref')
-  const file = optional(values, 'secret-key-file')
-  const secret = file !== undefined ? readFileSync(file, 'utf8') : optional(values, 'secret-key') ?? process.env.KNS_SECRET_KEY
-  if (secret === undefined) throw new UsageError('--secret-key, --secret-key-file or KNS_SECRET_KEY is required')
-  const signer = keypairFromSecret(secret).toSuiAddress()
+  const signer = keypairFromSecret(secretKeyArg(values)).toSuiAddress()
   const { digest } = await ledger.approve(objectId, ref, signer)
   out.result({ digest, objectId, ref, sender: signer }, `approved ${ref} with ${objectId}: transaction ${digest}`)
 }

@@ -7,6 +7,7 @@ import { optional, parse, type Parsed } from './args.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { serve } from './serve.ts'
+import { walletCommand } from './wallet-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -22,6 +23,10 @@ Usage: kns <command> [options] [--json]
   token link --phone <+E164> --object-id <id>
   ledger approve --object-id <id> --ref <approvalNumber> (--secret-key <suiprivkey1...> | --secret-key-file <f>)
                                                           (LEDGER=local)
+  wallet new [--scheme ed25519|secp256k1|secp256r1]      a developer keypair (address, suiprivkey)
+  wallet sign-approval --ref <approvalNumber> --secret-key <k>   signature for verify_signature
+  wallet sign-ledger-approve --object-id <id> --ref <n> --secret-key <k>
+                                                          signature for POST /ledger/v1/approve
 
 Configuration comes from the environment and ./.env (see README). --json prints one JSON
 object on stdout; errors go to stderr with a non-zero exit code.`
@@ -29,7 +34,7 @@ object on stdout; errors go to stderr with a non-zero exit code.`
 const OPTIONS = {
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
-  ref: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
+  ref: { type: 'string' }, scheme: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
 } as const
 
 async function apiKeyCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
@@ -76,6 +81,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`)
       return 0
     }
+    if (command === 'wallet' && sub !== 'sign-approval') {
+      await walletCommand(null, sub, args, out)
+      return 0
+    }
     loadDotEnv()
     const config = loadConfig()
     if (command === 'migrate') {
@@ -89,7 +98,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
-    if (!['serve', 'api-key', 'token', 'ledger'].includes(command)) throw new UsageError(`unknown command '${command}'`)
+    if (!['serve', 'api-key', 'token', 'ledger', 'wallet'].includes(command)) throw new UsageError(`unknown command '${command}'`)
     const service = await openService(config)
     if (command === 'serve') {
       await serve(service)
@@ -98,6 +107,7 @@ export async function main(argv: string[]): Promise<number> {
     try {
       if (command === 'api-key') await apiKeyCommand(service, sub, args, out)
       else if (command === 'token') await tokenCommand(service, sub, args, out)
+      else if (command === 'wallet') await walletCommand(service, sub, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

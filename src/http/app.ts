@@ -43,6 +43,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
     return503OnClosing: true,
   })
+  // JSON only: without this, Fastify would accept text/plain bodies as strings.
+  app.removeContentTypeParser('text/plain')
   app.decorateRequest('apiKey', null)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)

@@ -26,7 +26,8 @@ function describeValidation(err: FastifyError): { field?: string; text: string }
   let text: string
   if (params.missingProperty !== undefined) text = `${where}: ${field} is required`
   else if (params.allowedValues !== undefined) text = `${where}: ${field} must be one of ${params.allowedValues.map(String).join(', ')}`
-  else text = `${where}: ${field ?? where} ${first.message ?? 'is invalid'}`
+  else if (field === undefined) text = `${where} ${first.message ?? 'is invalid'}`
+  else text = `${where}: ${field} ${first.message ?? 'is invalid'}`
   return field === undefined ? { text } : { field, text }
 }
 

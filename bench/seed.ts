@@ -1,0 +1,159 @@
+/**
+ * Fresh databases and seed data for the benchmark: one API key with a high rate, numbers
+ * whose tokens an Ed25519 keypair owns, registered users, and pending `sign` approvals.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
+import { loadConfig } from '../src/config.ts'
+import { createApproval, type ApprovalRequest } from '../src/approvals/create-approval.ts'
+import { registerOrLogin } from '../src/identity/register.ts'
+import { linkNumber } from '../src/identity/numbers.ts'
+import { createApiKey } from '../src/keys/api-keys.ts'
+import { LocalLedger } from '../src/ledger/local-ledger.ts'
+import { openService } from '../src/service.ts'
+
+export type Engine = 'sqlite' | 'postgres'
+
+export interface BenchDatabase {
+  engine: Engine
+  /** Environment for both the seeding process and the server child. */
+  env: Record<string, string>
+  cleanup(): Promise<void>
+}
+
+/** Same for seeding and serving, so signMessage (which names the service) matches. */
+const PUBLIC_BASE_URL = 'http://bench.kns.local'
+
+function baseEnv(dataDir: string): Record<string, string> {
+  return {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    PUBLIC_RATE_LIMIT: '0',
+    PUBLIC_BASE_URL,
+    APPROVAL_TTL_S: '3600',
+    LEDGER: 'local',
+  }
+}
+
+export function sqliteDatabase(): BenchDatabase {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kns-bench-'))
+  return {
+    engine: 'sqlite',
+    env: baseEnv(dataDir),
+    async cleanup() { rmSync(dataDir, { recursive: true, force: true }) },
+  }
+}
+
+/** A fresh schema on `baseUrl`, selected through search_path; throws when unreachable. */
+export async function postgresDatabase(baseUrl: string): Promise<BenchDatabase> {
+  const schema = `bench_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: baseUrl, connectionTimeoutMillis: 3000 })
+  admin.on('error', () => {})
+  try {
+    await admin.connect()
+    await admin.query(`CREATE SCHEMA ${schema}`)
+  } finally {
+    await admin.end().catch(() => {})
+  }
+  const url = new URL(baseUrl)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  const dataDir = mkdtempSync(join(tmpdir(), 'kns-bench-'))
+  return {
+    engine: 'postgres',
+    env: { ...baseEnv(dataDir), DATABASE_URL: url.toString() },
+    async cleanup() {
+      const c = new pg.Client({ connectionString: baseUrl })
+      await c.connect()
+      await c.query(`DROP SCHEMA ${schema} CASCADE`)
+      await c.end()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export interface SeedSizes {
+  /** Numbers linked to tokens that `keypair` owns (targets of approval-phone). */
+  ownedNumbers: number
+  /** Registered users (the "log in again" half of register-user-login). */
+  users: number
+  /** Pending approvals read by transaction_details. */
+  detailApprovals: number
+  /** Pending approvals to be signed for verify_signature. */
+  signApprovals: number
+}
+
+export interface Seed {
+  apiKey: string
+  keypair: Ed25519Keypair
+  ownedPhones: string[]
+  users: { email: string; phoneNumber: string }[]
+  detailRefs: string[]
+  signRefs: string[]
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight (PostgreSQL round trips overlap). */
+export async function inPool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await fn(items[i]!, i)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return out
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i)
+export const pad = (n: number, width: number) => String(n).padStart(width, '0')
+
+export function approvalBody(phoneNumber: string, referenceNumber: string): ApprovalRequest {
+  return {
+    title: 'Confirm payment',
+    message: 'Pay 42.00 EUR to Example Shop\nOrder 12345',
+    successRedirectUrl: 'https://shop.example/ok',
+    cancelRedirectUrl: 'https://shop.example/cancel',
+    referenceNumber,
+    method: 'sign',
+    phoneNumber,
+  }
+}
+
+/** Seeds through the service's own functions, in this process, before the server starts. */
+export async function seed(env: Record<string, string>, sizes: SeedSizes): Promise<Seed> {
+  const config = loadConfig(env)
+  const service = await openService(config)
+  try {
+    const { db, ledger } = service
+    if (!(ledger instanceof LocalLedger)) throw new Error('the benchmark needs LEDGER=local')
+    const key = await createApiKey(db, { vendor: 'Bench Bank', scopes: ['approvals'], rate: 1_000_000 })
+    // node:sqlite is synchronous, so overlapping buys nothing there (and transactions queue).
+    const parallel = db.engine === 'sqlite' ? 1 : 8
+    const keypair = new Ed25519Keypair()
+    const owner = keypair.toSuiAddress()
+
+    const ownedPhones = range(sizes.ownedNumbers).map((i) => `+1415${pad(i, 7)}`)
+    await inPool(ownedPhones, parallel, async (phone) => {
+      const token = await ledger.mintToken(owner)
+      await linkNumber(db, phone, token.objectId, 'linked')
+    })
+
+    const users = range(sizes.users).map((i) => ({ email: `user${i}@bench.example`, phoneNumber: `+4477${pad(i, 8)}` }))
+    const deps = { db, ledger, secret: service.secret, zkLoginIssuer: config.zkLoginIssuer, zkLoginClientId: config.zkLoginClientId }
+    await inPool(users, parallel, (user) => registerOrLogin(deps, user))
+
+    const createDeps = { db, ledger, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS }
+    const create = (prefix: string, n: number) => inPool(range(n), parallel, async (i) =>
+      (await createApproval(createDeps, key, approvalBody(ownedPhones[i % ownedPhones.length]!, `${prefix}-${i}`))).approvalNumber)
+    const detailRefs = await create('seed-details', sizes.detailApprovals)
+    const signRefs = await create('seed-sign', sizes.signApprovals)
+    return { apiKey: key.key, keypair, ownedPhones, users, detailRefs, signRefs }
+  } finally {
+    await service.close()
+  }
+}

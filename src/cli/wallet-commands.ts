@@ -1,0 +1,55 @@
+import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
+import { Secp256k1Keypair } from '@mysten/sui/keypairs/secp256k1'
+import { Secp256r1Keypair } from '@mysten/sui/keypairs/secp256r1'
+import { readFileSync } from 'node:fs'
+import { findApproval } from '../approvals/approval.ts'
+import { signMessageFor } from '../approvals/sign-message.ts'
+import { NotFoundError } from '../errors.ts'
+import { ledgerApproveMessage } from '../ledger/approve.ts'
+import type { Service } from '../service.ts'
+import { optional, required, type Parsed } from './args.ts'
+import { keypairFromSecret } from './ledger-commands.ts'
+import { UsageError, type Output } from './output.ts'
+
+/** The key for a command: --secret-key, --secret-key-file or KNS_SECRET_KEY (kept out of `ps` output). */
+export function secretKeyArg(values: Parsed['values']): string {
+  const file = optional(values, 'secret-key-file')
+  const secret = file !== undefined ? readFileSync(file, 'utf8') : optional(values, 'secret-key') ?? process.env.KNS_SECRET_KEY
+  if (secret === undefined) throw new UsageError('--secret-key, --secret-key-file or KNS_SECRET_KEY is required')
+  return secret
+}
+
+/**
+ * Developer wallet: what a Sui wallet does on the approval page, from the command line, so
+ * the whole approval flow can be tried without a browser wallet.
+ */
+export async function walletCommand(service: Service | null, sub: string | undefined, args: Parsed, out: Output): Promise<void> {
+  const { values } = args
+  if (sub === 'new') {
+    const scheme = optional(values, 'scheme') ?? 'ed25519'
+    const keypair = scheme === 'ed25519' ? new Ed25519Keypair()
+      : scheme === 'secp256k1' ? new Secp256k1Keypair()
+        : scheme === 'secp256r1' ? new Secp256r1Keypair() : null
+    if (keypair === null) throw new UsageError('--scheme must be ed25519, secp256k1 or secp256r1')
+    const address = keypair.toSuiAddress()
+    const secretKey = keypair.getSecretKey()
+    return out.result({ address, secretKey, scheme }, `address:    ${address}\nsecret key: ${secretKey}\n(keep the secret key to yourself)`)
+  }
+  if (sub === 'sign-approval') {
+    const ref = required(values, 'ref')
+    const approval = await findApproval(service!.db, ref)
+    if (approval === null) throw new NotFoundError(`unknown approval number ${ref}`, { field: 'ref' })
+    const keypair = keypairFromSecret(secretKeyArg(values))
+    const text = signMessageFor(approval, service!.config.publicBaseUrl)
+    const { signature } = await keypair.signPersonalMessage(new TextEncoder().encode(text))
+    return out.result({ signature, address: keypair.toSuiAddress(), approvalNumber: ref }, signature)
+  }
+  if (sub === 'sign-ledger-approve') {
+    const objectId = required(values, 'object-id')
+    const ref = required(values, 'ref')
+    const keypair = keypairFromSecret(secretKeyArg(values))
+    const { signature } = await keypair.signPersonalMessage(new TextEncoder().encode(ledgerApproveMessage(objectId, ref)))
+    return out.result({ signature, address: keypair.toSuiAddress() }, signature)
+  }
+  throw new UsageError(`unknown command 'kns wallet ${sub ?? ''}'`)
+}
