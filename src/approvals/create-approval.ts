@@ -36,7 +36,7 @@ export function approvalUrl(publicBaseUrl: string, approvalNumber: string): stri
 /** Fingerprint of what was asked, to tell a retry (same body) from a reuse (different body). */
 function requestHash(request: ApprovalRequest): string {
   const canonical = JSON.stringify([request.title, request.message, request.successRedirectUrl, request.cancelRedirectUrl,
-    request.referenceNumber, request.method, request.phoneNumber ?? null, request.objectId?.toLowerCase() ?? null])
+    request.referenceNumber, request.method, request.phoneNumber === undefined ? null : canonicalPhone(request.phoneNumber), request.objectId?.toLowerCase() ?? null])
   return createHash('sha256').update(canonical).digest('hex')
 }
 

@@ -47,6 +47,11 @@ function closeGracefully(app: FastifyInstance, service: Service): void {
       process.exit(1)
     }, SHUTDOWN_GRACE_MS)
     force.unref()
+    // app.close() closes the connections idle at that moment only; a keep-alive connection
+    // whose request was in flight stays open after its response and would hold the process
+    // until the grace period ends. Close such connections as soon as they fall idle.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100)
+    idle.unref()
     app.close()
       .then(() => service.close())
       .then(() => process.exit(0), (err: unknown) => {

@@ -7,6 +7,7 @@
 export type Row = Record<string, unknown>
 
 export interface Executor {
+  readonly engine: 'sqlite' | 'postgres'
   /** All rows. */
   all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>
   /** First row or undefined. */
@@ -16,7 +17,6 @@ export interface Executor {
 }
 
 export interface Database extends Executor {
-  readonly engine: 'sqlite' | 'postgres'
   /**
    * Runs `fn` in one transaction: everything it does through `tx` commits together or
    * not at all. Throwing rolls back and rethrows.

@@ -82,17 +82,61 @@ export const MIGRATIONS: Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'caller verification: embedded keystores, keystore links, change log',
+    up: [
+      `CREATE TABLE ledger_keystores (
+        object_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        creator TEXT NOT NULL,
+        image_url TEXT,
+        created_at BIGINT NOT NULL
+      )`,
+      `CREATE TABLE ledger_keystore_keys (
+        keystore_id TEXT NOT NULL REFERENCES ledger_keystores (object_id),
+        key_id TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        revoked INTEGER NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT,
+        PRIMARY KEY (keystore_id, key_id)
+      )`,
+      `CREATE TABLE ledger_keystore_links (
+        token_id TEXT NOT NULL,
+        keystore_id TEXT NOT NULL REFERENCES ledger_keystores (object_id),
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (token_id, keystore_id)
+      )`,
+      `CREATE TABLE change_versions (
+        topic TEXT PRIMARY KEY,
+        version BIGINT NOT NULL
+      )`,
+      `CREATE TABLE change_log (
+        topic TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        subject TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (topic, version)
+      )`,
+    ],
+  },
 ]
 
 const LOCK_ID = 0x6b6e73 // "kns": one migrator at a time across processes on PostgreSQL
 
 /** Applies every pending migration, each in its own transaction. Returns the versions applied. */
 export async function migrate(db: Database, migrations: Migration[] = MIGRATIONS): Promise<number[]> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at BIGINT NOT NULL
-  )`)
+  // Under the lock too: concurrent CREATE TABLE IF NOT EXISTS on PostgreSQL can fail with a
+  // unique violation in pg_type when two processes start on an empty database at once.
+  await db.transaction(async (tx) => {
+    if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [LOCK_ID])
+    await tx.run(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at BIGINT NOT NULL
+    )`)
+  })
   const applied: number[] = []
   for (const migration of migrations) {
     const done = await db.transaction(async (tx) => {

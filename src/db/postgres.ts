@@ -7,6 +7,7 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => Number(v))
 
 function executor(client: pg.Pool | pg.PoolClient): Executor {
   return {
+    engine: 'postgres',
     async all<T>(sql: string, params: readonly unknown[] = []) {
       return (await client.query(sql, params as unknown[])).rows as T[]
     },
@@ -22,9 +23,12 @@ function executor(client: pg.Pool | pg.PoolClient): Executor {
 export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const
   readonly pool: pg.Pool
+  /** For connections outside the pool (LISTEN). */
+  readonly connectionString: string
   readonly #executor: Executor
 
   constructor(connectionString: string, options: { max?: number } = {}) {
+    this.connectionString = connectionString
     this.pool = new pg.Pool({ connectionString, max: options.max ?? 10, application_name: 'kns' })
     // An idle client losing its connection must not crash the process.
     this.pool.on('error', () => {})

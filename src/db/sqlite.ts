@@ -20,11 +20,12 @@ export class SqliteDatabase implements Database {
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     this.#db = new DatabaseSync(path)
+    // Another process (the CLI) may hold the write lock for a moment. Set first: switching
+    // a new database to WAL needs the lock too, when two processes open it at once.
+    this.#db.exec('PRAGMA busy_timeout = 5000')
     this.#db.exec('PRAGMA journal_mode = WAL')
     this.#db.exec('PRAGMA synchronous = NORMAL')
     this.#db.exec('PRAGMA foreign_keys = ON')
-    // Another process (the CLI) may hold the write lock for a moment.
-    this.#db.exec('PRAGMA busy_timeout = 5000')
   }
 
   #prepare(sql: string): StatementSync {
@@ -47,6 +48,7 @@ export class SqliteDatabase implements Database {
   }
 
   readonly #direct: Executor = {
+    engine: 'sqlite',
     all: async <T>(sql: string, params: readonly unknown[] = []) => this.#prepare(sql).all(...this.#bind(params)) as T[],
     get: async <T>(sql: string, params: readonly unknown[] = []) => this.#prepare(sql).get(...this.#bind(params)) as T | undefined,
     run: async (sql: string, params: readonly unknown[] = []) => Number(this.#prepare(sql).run(...this.#bind(params)).changes),

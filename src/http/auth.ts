@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, RateLimitedError } from '../errors.ts'
 import type { ApiKey, Scope } from '../keys/api-keys.ts'
 import type { Service } from '../service.ts'
@@ -25,8 +25,15 @@ async function limit(service: Service, request: FastifyRequest, bucket: string, 
   if (!decision.allowed) throw new RateLimitedError(`rate limit exceeded; retry in ${decision.retryAfterS} s`, decision.retryAfterS)
 }
 
-/** preHandler: valid, unrevoked `x-api-key` with `scope`, within the key's rate. */
-export function requireScope(service: Service, scope: Scope): preHandlerAsyncHookHandler {
+/** A hook usable as onRequest or preHandler. */
+export type Guard = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+
+/**
+ * Valid, unrevoked `x-api-key` with `scope`, within the key's rate. Use it as the route's
+ * onRequest hook: a caller without a key learns nothing about the body rules, and the body
+ * of an unauthenticated request is never read.
+ */
+export function requireScope(service: Service, scope: Scope): Guard {
   return async function apiKeyGuard(request: FastifyRequest, _reply: FastifyReply) {
     const header = request.headers['x-api-key']
     const key = await service.apiKeys.authenticate(Array.isArray(header) ? header[0] : header)
@@ -36,8 +43,8 @@ export function requireScope(service: Service, scope: Scope): preHandlerAsyncHoo
   }
 }
 
-/** preHandler for endpoints without a key: a per-client-IP budget (PUBLIC_RATE_LIMIT). */
-export function publicRateLimit(service: Service): preHandlerAsyncHookHandler {
+/** For endpoints without a key: a per-client-IP budget (PUBLIC_RATE_LIMIT), as onRequest. */
+export function publicRateLimit(service: Service): Guard {
   const rate = service.config.publicRateLimit
   return async function ipGuard(request: FastifyRequest, _reply: FastifyReply) {
     if (rate > 0) await limit(service, request, `ip:${request.ip}`, rate)

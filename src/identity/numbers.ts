@@ -1,3 +1,4 @@
+import { signalChange } from '../db/change-signal.ts'
 import type { Executor } from '../db/engine.ts'
 import { phoneCountry } from './phone.ts'
 
@@ -12,6 +13,9 @@ export interface NumberLink {
   country: string | null
   createdAt: number
 }
+
+/** Change topic of everything caller verification caches (see src/caller/key-directory.ts). */
+export const CALLER_TOPIC = 'caller'
 
 interface NumberRow { phone: string; object_id: string; source: 'minted' | 'linked'; country: string | null; created_at: number }
 
@@ -35,10 +39,14 @@ export async function findByObjectId(db: Executor, objectId: string): Promise<Nu
  */
 export async function linkNumber(db: Executor, phone: string, objectId: string, source: NumberLink['source']): Promise<NumberLink> {
   const id = objectId.toLowerCase()
+  const displaced = await db.all<{ phone: string }>('SELECT phone FROM numbers WHERE object_id = $1 AND phone <> $2', [id, phone])
   await db.run('DELETE FROM numbers WHERE object_id = $1 AND phone <> $2', [id, phone])
   await db.run(
     `INSERT INTO numbers (phone, object_id, source, country, created_at) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (phone) DO UPDATE SET object_id = excluded.object_id, source = excluded.source`,
     [phone, id, source, phoneCountry(phone), Date.now()])
+  // Caller verification caches number -> token -> keys.
+  for (const { phone: other } of displaced) await signalChange(db, CALLER_TOPIC, `phone:${other}`)
+  await signalChange(db, CALLER_TOPIC, `phone:${phone}`)
   return (await findByPhone(db, phone))!
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { normalizeSuiAddress, toBase58 } from '@mysten/sui/utils'
 import type { Database, Executor } from '../db/engine.ts'
 import { NotFoundError, ForbiddenError } from '../errors.ts'
+import { LocalKeystores } from './local-keystores.ts'
 import type { Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
 
 interface TransactionRow { digest: string; sender: string; status: string; events: string; created_at: number }
@@ -18,10 +19,13 @@ export class LocalLedger implements Ledger {
   readonly tokenType: string
   readonly approvalEventType: string
   readonly mintedEventType: string
+  /** Keystores and their links to tokens (caller verification). */
+  readonly keystores: LocalKeystores
   readonly #db: Database
 
   constructor(db: Database, knsPackageId: string) {
     this.#db = db
+    this.keystores = new LocalKeystores(db)
     this.packageId = normalizeSuiAddress(knsPackageId)
     this.tokenType = `${this.packageId}::kns::Kns`
     this.approvalEventType = `${this.packageId}::kns::ApprovalEvent`
@@ -92,10 +96,8 @@ export class LocalLedger implements Ledger {
     }
   }
 
-  // Keystores and their links arrive with caller verification (area B); until then the
-  // embedded ledger holds none.
-  async getKeystore(_objectId: string): Promise<Keystore | null> { return null }
-  async getLinkedKeystores(_tokenId: string): Promise<string[]> { return [] }
+  getKeystore(objectId: string): Promise<Keystore | null> { return this.keystores.get(objectId) }
+  getLinkedKeystores(tokenId: string): Promise<string[]> { return this.keystores.linked(tokenId) }
 
   async close(): Promise<void> {}
 }

@@ -166,7 +166,7 @@ describe('approval-phone: retries', () => {
     assertError(await send(cancelled), 409, 'CONFLICT', 'referenceNumber')
   })
 
-  test('a retry never resurrects a failed verification state', async () => {
+  test('a failed verification leaves the approval pending; a retry still returns it', async () => {
     const body = approvalBody({ phoneNumber: phone })
     const ref = (await send(body)).json().approvalNumber
     const verdict = (await verifySignature(h, ref, 'AAAA')).json()

@@ -8,6 +8,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import type { Keypair } from '@mysten/sui/cryptography'
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
 import { toBase58 } from '@mysten/sui/utils'
+import { getZkLoginSignature } from '@mysten/sui/zklogin'
 import type { Harness } from '../helpers.ts'
 import { linkNumber } from '../../src/identity/numbers.ts'
 import { LocalLedger } from '../../src/ledger/local-ledger.ts'
@@ -170,6 +171,24 @@ export function assertVerdict(res: Response, expected: true | string): void {
     assert.equal(typeof body.error, 'string')
     assert.ok(body.error!.length > 0)
   }
+}
+
+/**
+ * A structurally valid zkLogin serialized signature with a dummy proof: enough to be
+ * recognised as zkLogin, never to verify.
+ */
+export async function fakeZkLoginSignature(): Promise<string> {
+  const { signature: userSignature } = await new Ed25519Keypair().signPersonalMessage(new TextEncoder().encode('x'))
+  return getZkLoginSignature({
+    inputs: {
+      proofPoints: { a: ['1', '2', '1'], b: [['1', '2'], ['3', '4'], ['1', '0']], c: ['1', '2', '1'] },
+      issBase64Details: { value: Buffer.from('"iss":"https://accounts.google.com",').toString('base64url'), indexMod4: 0 },
+      headerBase64: 'eyJhbGciOiJSUzI1NiJ9',
+      addressSeed: '12345',
+    },
+    maxEpoch: '10',
+    userSignature,
+  })
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

@@ -26,7 +26,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
   const create = (apiKey: ApiKey | null, body: ApprovalRequest) => createApproval(createDeps, apiKey!, body)
 
   app.post('/numsys/approval-phone', {
-    preHandler: guard,
+    onRequest: guard,
     schema: {
       tags: ['approvals'],
       summary: 'Ask the owner of a phone number to approve an action',
@@ -39,7 +39,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
   }, async (request) => create(request.apiKey, request.body))
 
   app.post('/numsys/approval-object-id', {
-    preHandler: guard,
+    onRequest: guard,
     schema: {
       tags: ['approvals'],
       summary: 'Ask the owner of a number-system token to approve an action',
@@ -51,7 +51,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
   }, async (request) => create(request.apiKey, request.body))
 
   app.get('/numsys/transaction_details', {
-    preHandler: open,
+    onRequest: open,
     schema: {
       tags: ['approvals'],
       summary: 'The state of an approval request',
@@ -63,7 +63,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
   }, async (request) => transactionDetails({ db, ledger, serviceUrl: config.publicBaseUrl }, request.query.ref))
 
   app.post('/numsys/verify_signature', {
-    preHandler: open,
+    onRequest: open,
     schema: {
       tags: ['approvals'],
       summary: 'Approve a `sign` request with the owner\'s personal-message signature over `signMessage`',
@@ -77,7 +77,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
   }))
 
   app.post('/numsys/verify_transaction', {
-    preHandler: open,
+    onRequest: open,
     schema: {
       tags: ['approvals'],
       summary: 'Approve an `event` request with the digest of the owner\'s `kns::approve` transaction',
@@ -90,7 +90,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
   }))
 
   app.post('/numsys/approval-cancel', {
-    preHandler: open,
+    onRequest: open,
     schema: {
       tags: ['approvals'],
       summary: 'Extension: the user declines the request (approval page "Cancel")',

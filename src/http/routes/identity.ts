@@ -9,7 +9,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
   app.post('/numsys/register-user-login', {
-    preHandler: publicRateLimit(service),
+    onRequest: publicRateLimit(service),
     schema: {
       tags: ['identity'],
       summary: 'Register a phone number, or log in to it',

@@ -13,7 +13,7 @@ export async function ledgerRoutes(fastify: FastifyInstance, { service }: { serv
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
   app.post('/ledger/v1/approve', {
-    preHandler: publicRateLimit(service),
+    onRequest: publicRateLimit(service),
     schema: {
       tags: ['ledger'],
       summary: 'Embedded ledger: the token owner calls kns::approve(token, ref)',

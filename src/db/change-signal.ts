@@ -1,0 +1,107 @@
+import { EventEmitter } from 'node:events'
+import pg from 'pg'
+import type { Database, Executor } from './engine.ts'
+import { PostgresDatabase } from './postgres.ts'
+
+/**
+ * Cross-process change signal for caches. A writer calls signalChange(tx, topic, subject)
+ * inside its transaction; every process's ChangeWatcher hears it within a fraction of a
+ * second: through LISTEN/NOTIFY on PostgreSQL (delivered on commit), and by polling a
+ * per-topic version counter on SQLite (a tiny primary-key read). A subject names what changed
+ * (e.g. `token:0x…`), so caches drop only what depends on it; `null` means "assume anything".
+ */
+export const CHANNEL = 'kns_changes'
+const POLL_MS = 200
+/** Past this many missed changes a watcher flushes instead of replaying them. */
+const MAX_REPLAY = 1000
+/** Log rows older than this are pruned; watchers are never that far behind. */
+const LOG_RETENTION_MS = 10 * 60_000
+
+export async function signalChange(tx: Executor, topic: string, subject: string): Promise<void> {
+  const row = await tx.get<{ version: number }>(
+    `INSERT INTO change_versions (topic, version) VALUES ($1, 1)
+     ON CONFLICT (topic) DO UPDATE SET version = change_versions.version + 1
+     RETURNING version`, [topic])
+  const now = Date.now()
+  await tx.run('INSERT INTO change_log (topic, version, subject, created_at) VALUES ($1, $2, $3, $4)', [topic, row!.version, subject, now])
+  if (Number(row!.version) % 500 === 0) await tx.run('DELETE FROM change_log WHERE topic = $1 AND created_at < $2', [topic, now - LOG_RETENTION_MS])
+  if (tx.engine === 'postgres') await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}\n${subject}`])
+}
+
+export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subject: string | null] }> {
+  readonly #db: Database
+  readonly #topics: Set<string>
+  #versions = new Map<string, number>()
+  #timer: NodeJS.Timeout | undefined
+  #client: pg.Client | undefined
+  #closed = false
+
+  constructor(db: Database, topics: string[]) {
+    super()
+    this.#db = db
+    this.#topics = new Set(topics)
+  }
+
+  async start(): Promise<void> {
+    this.#versions = await this.#readVersions()
+    if (this.#db instanceof PostgresDatabase) await this.#listen(this.#db.connectionString)
+    // Polling also runs on PostgreSQL, slower: the safety net while LISTEN reconnects.
+    const every = this.#db.engine === 'sqlite' ? POLL_MS : POLL_MS * 5
+    this.#timer = setInterval(() => { this.#poll().catch(() => {}) }, every)
+    this.#timer.unref()
+  }
+
+  #flushAll(): void {
+    for (const topic of this.#topics) this.emit('change', topic, null)
+  }
+
+  async #listen(connectionString: string): Promise<void> {
+    const client = new pg.Client({ connectionString, application_name: 'kns-listen' })
+    client.on('notification', (message) => {
+      if (message.channel !== CHANNEL || message.payload === undefined) return
+      const split = message.payload.indexOf('\n')
+      const topic = message.payload.slice(0, split)
+      if (this.#topics.has(topic)) this.emit('change', topic, message.payload.slice(split + 1))
+    })
+    client.on('error', () => {
+      // Notifications may have been missed while the connection was failing.
+      this.#client = undefined
+      this.#flushAll()
+      if (!this.#closed) setTimeout(() => { this.#listen(connectionString).catch(() => {}) }, 1000).unref()
+    })
+    await client.connect()
+    await client.query(`LISTEN ${CHANNEL}`)
+    this.#client = client
+  }
+
+  async #readVersions(): Promise<Map<string, number>> {
+    const rows = await this.#db.all<{ topic: string; version: number }>('SELECT topic, version FROM change_versions')
+    return new Map(rows.map((r) => [r.topic, Number(r.version)]))
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#closed) return
+    const latest = await this.#readVersions()
+    for (const topic of this.#topics) {
+      const seen = this.#versions.get(topic) ?? 0
+      const now = latest.get(topic) ?? 0
+      if (now === seen) continue
+      // On PostgreSQL NOTIFY already delivered these; replaying them is harmless (idempotent drops).
+      if (now - seen > MAX_REPLAY || now < seen) {
+        this.emit('change', topic, null)
+        continue
+      }
+      const rows = await this.#db.all<{ subject: string }>(
+        'SELECT subject FROM change_log WHERE topic = $1 AND version > $2 AND version <= $3', [topic, seen, now])
+      if (rows.length !== now - seen) this.emit('change', topic, null)
+      else for (const row of rows) this.emit('change', topic, row.subject)
+    }
+    this.#versions = latest
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    clearInterval(this.#timer)
+    await this.#client?.end().catch(() => {})
+  }
+}
