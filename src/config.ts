@@ -48,6 +48,8 @@ export interface Config {
   trustProxy: boolean
   /** Seconds a ledger read for an owner may be reused when LEDGER=sui. */
   ledgerCacheTtlS: number
+  /** Oldest acceptable PASSporT `iat`, in seconds (RFC 8224 recommends 60); 0 turns the check off. */
+  callMaxAgeS: number
 }
 
 type Env = Record<string, string | undefined>
@@ -133,5 +135,6 @@ export function loadConfig(env: Env = process.env): Config {
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
     ledgerCacheTtlS: int(env, 'LEDGER_CACHE_TTL_S', 2, 0, 3600),
+    callMaxAgeS: int(env, 'CALL_MAX_AGE_S', 60, 0, 86_400),
   }
 }

@@ -4,6 +4,7 @@ import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
 import { openDatabase } from './db/open.ts'
 import { getOrInitSetting, resolveServerSecret } from './db/settings.ts'
+import { KeyDirectory } from './caller/key-directory.ts'
 import { ApiKeyAuthenticator } from './keys/api-keys.ts'
 import { createLedger } from './ledger/create-ledger.ts'
 import type { Ledger } from './ledger/ledger.ts'
@@ -18,6 +19,8 @@ export interface Service {
   secret: Buffer
   rateLimiter: RateLimiter
   apiKeys: ApiKeyAuthenticator
+  /** Caller verification's number -> keys cache. */
+  keyDirectory: KeyDirectory
   close(): Promise<void>
 }
 
@@ -35,7 +38,17 @@ async function pinZkLoginIdentity(db: Database, config: Config): Promise<void> {
   }
 }
 
-export async function openService(config: Config, options: { ledger?: Ledger; migrate?: boolean } = {}): Promise<Service> {
+/** Safety net for the embedded ledger, whose changes are signalled anyway. */
+const LOCAL_KEY_CACHE_TTL_MS = 5 * 60_000
+
+export interface OpenOptions {
+  ledger?: Ledger
+  migrate?: boolean
+  /** Listen for cross-process cache invalidations (servers: yes; one-shot CLI commands: no). */
+  watchChanges?: boolean
+}
+
+export async function openService(config: Config, options: OpenOptions = {}): Promise<Service> {
   const db = openDatabase(config)
   try {
     if (options.migrate !== false) await migrate(db)
@@ -43,10 +56,15 @@ export async function openService(config: Config, options: { ledger?: Ledger; mi
     await pinZkLoginIdentity(db, config)
     const ledger = options.ledger ?? createLedger(config, db)
     const rateLimiter = createRateLimiter(config.redisUrl)
+    const keyDirectory = new KeyDirectory(db, ledger, {
+      ttlMs: ledger.kind === 'local' ? LOCAL_KEY_CACHE_TTL_MS : config.ledgerCacheTtlS * 1000,
+    })
+    if (options.watchChanges !== false) await keyDirectory.watch()
     return {
-      config, db, ledger, secret, rateLimiter,
+      config, db, ledger, secret, rateLimiter, keyDirectory,
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
+        await keyDirectory.close()
         await ledger.close()
         await rateLimiter.close()
         await db.close()

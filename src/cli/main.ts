@@ -4,6 +4,7 @@ import { openDatabase } from '../db/open.ts'
 import { createApiKey, listApiKeys, parseScopes, revokeApiKey } from '../keys/api-keys.ts'
 import { openService, type Service } from '../service.ts'
 import { optional, parse, type Parsed } from './args.ts'
+import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { serve } from './serve.ts'
@@ -27,6 +28,14 @@ Usage: kns <command> [options] [--json]
   wallet sign-approval --ref <approvalNumber> --secret-key <k>   signature for verify_signature
   wallet sign-ledger-approve --object-id <id> --ref <n> --secret-key <k>
                                                           signature for POST /ledger/v1/approve
+  keystore create --name <n> --creator <c> [--image-url <u>] --public-key <file.pem> [--key-id <id>]
+  keystore add-key <keystoreId> --public-key <file.pem> [--key-id <id>]
+  keystore revoke-key <keystoreId> <keyId>
+  keystore keygen --out <prefix>                          writes <prefix>.key.pem and <prefix>.pub.pem (ES256)
+  registry link (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
+  registry unlink (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
+  passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
+  passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
 
 Configuration comes from the environment and ./.env (see README). --json prints one JSON
 object on stdout; errors go to stderr with a non-zero exit code.`
@@ -34,6 +43,10 @@ object on stdout; errors go to stderr with a non-zero exit code.`
 const OPTIONS = {
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
+  name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
+  'key-id': { type: 'string' }, keystore: { type: 'string' }, out: { type: 'string' }, orig: { type: 'string' },
+  dest: { type: 'string' }, key: { type: 'string' }, kid: { type: 'string' }, attest: { type: 'string' },
+  origid: { type: 'string' }, iat: { type: 'string' }, jwt: { type: 'string' },
   ref: { type: 'string' }, scheme: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
 } as const
 
@@ -81,8 +94,17 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`)
       return 0
     }
+    // Commands that need no database.
     if (command === 'wallet' && sub !== 'sign-approval') {
       await walletCommand(null, sub, args, out)
+      return 0
+    }
+    if (command === 'keystore' && sub === 'keygen') {
+      await keystoreCommand(null, sub, args, out)
+      return 0
+    }
+    if (command === 'passport' && sub === 'sign') {
+      await passportCommand(null, sub, args, out)
       return 0
     }
     loadDotEnv()
@@ -98,8 +120,10 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
-    if (!['serve', 'api-key', 'token', 'ledger', 'wallet'].includes(command)) throw new UsageError(`unknown command '${command}'`)
-    const service = await openService(config)
+    if (!['serve', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport'].includes(command)) {
+      throw new UsageError(`unknown command '${command}'`)
+    }
+    const service = await openService(config, { watchChanges: command === 'serve' })
     if (command === 'serve') {
       await serve(service)
       return -1 // keeps running; shutdown exits the process
@@ -108,6 +132,9 @@ export async function main(argv: string[]): Promise<number> {
       if (command === 'api-key') await apiKeyCommand(service, sub, args, out)
       else if (command === 'token') await tokenCommand(service, sub, args, out)
       else if (command === 'wallet') await walletCommand(service, sub, args, out)
+      else if (command === 'keystore') await keystoreCommand(service, sub, args, out)
+      else if (command === 'registry') await registryCommand(service, sub, args, out)
+      else if (command === 'passport') await passportCommand(service, sub, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

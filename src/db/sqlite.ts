@@ -54,27 +54,27 @@ export class SqliteDatabase implements Database {
     run: async (sql: string, params: readonly unknown[] = []) => Number(this.#prepare(sql).run(...this.#bind(params)).changes),
   }
 
-  async #idle(): Promise<void> {
-    while (this.#lock !== undefined) await this.#lock
-  }
+  // Waiting and proceeding must happen in one synchronous step after the last await:
+  // otherwise two waiters released together both pass, and a plain statement could run
+  // inside someone else's transaction. Each method below therefore loops inline.
 
   async all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
-    if (this.#lock !== undefined) await this.#idle()
+    while (this.#lock !== undefined) await this.#lock
     return this.#direct.all<T>(sql, params)
   }
 
   async get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
-    if (this.#lock !== undefined) await this.#idle()
+    while (this.#lock !== undefined) await this.#lock
     return this.#direct.get<T>(sql, params)
   }
 
   async run(sql: string, params?: readonly unknown[]): Promise<number> {
-    if (this.#lock !== undefined) await this.#idle()
+    while (this.#lock !== undefined) await this.#lock
     return this.#direct.run(sql, params)
   }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    await this.#idle()
+    while (this.#lock !== undefined) await this.#lock
     let release!: () => void
     this.#lock = new Promise<void>((resolve) => { release = resolve })
     try {
@@ -94,7 +94,7 @@ export class SqliteDatabase implements Database {
   }
 
   async exec(sql: string): Promise<void> {
-    await this.#idle()
+    while (this.#lock !== undefined) await this.#lock
     this.#db.exec(sql)
   }
 
@@ -104,7 +104,7 @@ export class SqliteDatabase implements Database {
 
   async close(): Promise<void> {
     if (this.#closed) return
-    await this.#idle()
+    while (this.#lock !== undefined) await this.#lock
     this.#closed = true
     this.#statements.clear()
     this.#db.close()

@@ -5,6 +5,7 @@ import { registerErrorHandling } from './errors.ts'
 import { registerObservability } from './observability.ts'
 import { registerOpenApi } from './openapi.ts'
 import { approvalRoutes } from './routes/approvals.ts'
+import { callerRoutes } from './routes/caller.ts'
 import { identityRoutes } from './routes/identity.ts'
 import { ledgerRoutes } from './routes/ledger.ts'
 import { ErrorBody } from './schemas.ts'
@@ -56,6 +57,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   registerObservability(app, service)
   await app.register(identityRoutes, { service })
   await app.register(approvalRoutes, { service })
+  await app.register(callerRoutes, { service })
   await app.register(ledgerRoutes, { service })
   return app
 }

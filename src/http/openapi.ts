@@ -6,6 +6,7 @@ import type { Service } from '../service.ts'
 const DESCRIPTION = `Phone-number identity on the Sui ledger.
 
 * **Area A**: registration with zkLogin addresses, ledger-backed approvals.
+* **Area B**: caller verification (PASSporT / STIR-SHAKEN) and number -> token -> registries lookup.
 * **Errors**: every error response has the \`ErrorBody\` shape; \`code\` is stable.
 * **Auth**: endpoints marked with a lock need \`x-api-key\` with the named scope;
   401 for a missing, unknown or revoked key, 403 for a missing scope, 429 past the key's rate
@@ -26,6 +27,7 @@ export async function registerOpenApi(app: FastifyInstance, service: Service): P
       tags: [
         { name: 'identity', description: 'Registration (area A)' },
         { name: 'approvals', description: 'Approval requests and their verification (area A)' },
+        { name: 'caller', description: 'Caller verification (area B)' },
         { name: 'ledger', description: 'Embedded ledger operations (LEDGER=local only)' },
       ],
     },

@@ -110,3 +110,25 @@ export const LedgerApproveRequest = Type.Object({
   signature: VerifySignatureRequest.properties.signature,
 })
 export const LedgerApproveResponse = Type.Object({ digest: Type.String() })
+
+export const CallVerificationRequest = Type.Object({
+  origTN: E164,
+  destTN: E164,
+  // The pipeline itself rejects JWTs over 8 KiB (reported in debug); this bound is the transport's.
+  jwt: Type.String({ minLength: 1, maxLength: 16384, description: 'PASSporT (RFC 8225, SHAKEN RFC 8588), compact JWS' }),
+  debug: Type.Optional(Type.Boolean({ description: 'add a step-by-step report' })),
+})
+
+export const CallVerificationResponse = Type.Object({
+  success: Type.Boolean(),
+  debug: Type.Optional(Type.Object({
+    reason: Type.Optional(Type.String({ description: 'CODE: explanation of the first failing check' })),
+    steps: Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
+  }, { description: 'only with debug: true; never key material beyond key IDs' })),
+})
+
+export const ObjectIdLookupRequest = Type.Object({ phoneNumber: E164 })
+export const ObjectIdLookupResponse = Type.Object({
+  objectId: ObjectId,
+  registries: Type.Array(ObjectId, { description: 'certificate registries (keystores) linked to the number; [] when none' }),
+})

@@ -1,0 +1,128 @@
+import type { KeyObject } from 'node:crypto'
+import type { Database } from '../db/engine.ts'
+import { ChangeWatcher } from '../db/change-signal.ts'
+import { CALLER_TOPIC, findByPhone } from '../identity/numbers.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import { parseP256PublicKey } from './keys.ts'
+
+export interface SigningKey {
+  keyId: string
+  keystoreId: string
+  key: KeyObject
+}
+
+/** What an originating number resolves to: its token, linked keystores and usable keys. */
+export interface Resolution {
+  tokenId: string | null
+  keystoreIds: string[]
+  /** Unrevoked, parseable P-256 keys of the linked keystores, in link then key order. */
+  keys: SigningKey[]
+}
+
+interface Entry { value: Resolution; tags: string[]; expiresAt: number }
+
+const MAX_ENTRIES = 200_000
+
+/**
+ * number -> token -> linked keystores -> prepared KeyObjects, cached in process because every
+ * incoming call asks. Entries carry tags (`phone:`, `token:`, `keystore:`) and are dropped when
+ * a ChangeWatcher reports a change to any of them, in this or another process, within a
+ * fraction of a second. On Sui, where changes are not signalled, entries expire after a short TTL.
+ */
+export class KeyDirectory {
+  readonly #db: Database
+  readonly #ledger: Ledger
+  readonly #ttlMs: number
+  readonly #entries = new Map<string, Entry>()
+  readonly #byTag = new Map<string, Set<string>>()
+  readonly #inflight = new Map<string, Promise<Resolution>>()
+  /** Bumped on every invalidation, so a lookup that raced one is not cached stale. */
+  #generation = 0
+  #watcher: ChangeWatcher | undefined
+
+  constructor(db: Database, ledger: Ledger, options: { ttlMs: number }) {
+    this.#db = db
+    this.#ledger = ledger
+    this.#ttlMs = options.ttlMs
+  }
+
+  /** Subscribes to the change signal; without it the cache only expires by TTL. */
+  async watch(): Promise<void> {
+    this.#watcher = new ChangeWatcher(this.#db, [CALLER_TOPIC])
+    this.#watcher.on('change', (_topic, subject) => this.invalidate(subject))
+    await this.#watcher.start()
+  }
+
+  invalidate(tag: string | null): void {
+    this.#generation++
+    if (tag === null) {
+      this.#entries.clear()
+      this.#byTag.clear()
+      return
+    }
+    const phones = this.#byTag.get(tag)
+    if (phones === undefined) return
+    for (const phone of phones) this.#drop(phone)
+  }
+
+  async resolve(phone: string): Promise<Resolution> {
+    const hit = this.#entries.get(phone)
+    if (hit !== undefined && hit.expiresAt > Date.now()) return hit.value
+    let pending = this.#inflight.get(phone)
+    if (pending === undefined) {
+      pending = this.#load(phone).finally(() => this.#inflight.delete(phone))
+      this.#inflight.set(phone, pending)
+    }
+    return pending
+  }
+
+  async #load(phone: string): Promise<Resolution> {
+    const generation = this.#generation
+    const link = await findByPhone(this.#db, phone)
+    const value: Resolution = { tokenId: link?.objectId ?? null, keystoreIds: [], keys: [] }
+    if (link !== null) {
+      value.keystoreIds = await this.#ledger.getLinkedKeystores(link.objectId)
+      const keystores = await Promise.all(value.keystoreIds.map((id) => this.#ledger.getKeystore(id)))
+      for (const keystore of keystores) {
+        if (keystore === null) continue
+        for (const k of keystore.keys) {
+          if (k.revoked) continue
+          try {
+            value.keys.push({ keyId: k.keyId, keystoreId: keystore.objectId, key: parseP256PublicKey(k.publicKey).key })
+          } catch {
+            // A key that is not P-256 can never verify ES256: leave it out rather than fail the number.
+          }
+        }
+      }
+    }
+    if (generation === this.#generation) this.#store(phone, value)
+    return value
+  }
+
+  #store(phone: string, value: Resolution): void {
+    if (this.#entries.size >= MAX_ENTRIES) this.invalidate(null)
+    const tags = [`phone:${phone}`, ...(value.tokenId === null ? [] : [`token:${value.tokenId}`]), ...value.keystoreIds.map((id) => `keystore:${id}`)]
+    this.#drop(phone)
+    this.#entries.set(phone, { value, tags, expiresAt: Date.now() + this.#ttlMs })
+    for (const tag of tags) {
+      let set = this.#byTag.get(tag)
+      if (set === undefined) this.#byTag.set(tag, set = new Set())
+      set.add(phone)
+    }
+  }
+
+  #drop(phone: string): void {
+    const entry = this.#entries.get(phone)
+    if (entry === undefined) return
+    this.#entries.delete(phone)
+    for (const tag of entry.tags) {
+      const set = this.#byTag.get(tag)
+      set?.delete(phone)
+      if (set?.size === 0) this.#byTag.delete(tag)
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#watcher?.close()
+  }
+}

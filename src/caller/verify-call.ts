@@ -1,0 +1,120 @@
+import { verify } from 'node:crypto'
+import { check, CheckFailed, runChecks, type Check, type StepReport } from '../lib/checks.ts'
+import { canonicalPhone } from '../identity/phone.ts'
+import type { KeyDirectory, SigningKey } from './key-directory.ts'
+import { decodeCompactJws, JwsFormatError, tnDigits, type DecodedJws } from './passport.ts'
+
+export interface CallContext {
+  directory: KeyDirectory
+  origTN: string
+  destTN: string
+  jwt: string
+  /** Seconds; 0 = no age check. */
+  maxAgeS: number
+  nowS: number
+  jws?: DecodedJws
+  kid?: string
+  candidates?: SigningKey[]
+}
+
+/** Header parameters this verifier understands when listed in `crit` (RFC 8225 PASSporT). */
+const UNDERSTOOD_CRITICAL = new Set(['ppt'])
+const MAX_KEYS_WITHOUT_KID = 16
+const MAX_CLOCK_SKEW_S = 5
+
+function jws(ctx: CallContext): DecodedJws {
+  return ctx.jws!
+}
+
+export const checkJwsFormat = check<CallContext>('check_jws_format', (ctx) => {
+  try {
+    ctx.jws = decodeCompactJws(ctx.jwt)
+  } catch (err) {
+    if (err instanceof JwsFormatError) throw new CheckFailed('MALFORMED_JWT', err.message)
+    throw err
+  }
+})
+
+/** alg exactly ES256: no `none`, no HMAC with a public key, no other curve: no algorithm confusion. */
+export const checkHeader = check<CallContext>('check_header', (ctx) => {
+  const { header } = jws(ctx)
+  if (header.alg !== 'ES256') throw new CheckFailed('BAD_ALGORITHM', `alg must be ES256, got ${JSON.stringify(header.alg ?? null)}`)
+  if (header.typ !== undefined && (typeof header.typ !== 'string' || !['jwt', 'passport'].includes(header.typ.toLowerCase()))) {
+    throw new CheckFailed('BAD_TYPE', 'typ must be absent, "JWT" or "passport"')
+  }
+  if (header.ppt !== undefined && header.ppt !== 'shaken') throw new CheckFailed('BAD_PPT', 'ppt must be absent or "shaken"')
+  if (header.crit !== undefined) {
+    const crit = header.crit
+    if (!Array.isArray(crit) || crit.length === 0 || !crit.every((c) => typeof c === 'string')) {
+      throw new CheckFailed('BAD_CRIT', 'crit must be a non-empty array of header parameter names')
+    }
+    for (const name of crit as string[]) {
+      if (!UNDERSTOOD_CRITICAL.has(name) || !(name in header)) throw new CheckFailed('BAD_CRIT', `critical header parameter "${name}" is not understood`)
+    }
+  }
+  const kid = header.kid ?? header.keyid
+  if (kid !== undefined && (typeof kid !== 'string' || kid === '' || kid.length > 256)) throw new CheckFailed('BAD_KID', 'kid must be a non-empty string')
+  if (kid !== undefined) ctx.kid = kid as string
+  return ctx.kid === undefined ? 'no kid' : `kid ${ctx.kid}`
+})
+
+/** The PASSporT is about this call (orig, dest), attested, identified and fresh. */
+export const checkClaims = check<CallContext>('check_claims', (ctx) => {
+  const { payload } = jws(ctx)
+  const orig = payload.orig as { tn?: unknown } | undefined
+  if (tnDigits(orig?.tn) !== tnDigits(ctx.origTN)) throw new CheckFailed('ORIG_MISMATCH', 'orig.tn does not match origTN')
+  const dest = (payload.dest as { tn?: unknown } | undefined)?.tn
+  const destList = Array.isArray(dest) ? dest : [dest]
+  const wanted = tnDigits(ctx.destTN)
+  if (!destList.some((tn) => tnDigits(tn) === wanted)) throw new CheckFailed('DEST_MISMATCH', 'dest.tn does not contain destTN')
+  const { att, attest } = payload
+  if (att !== undefined && attest !== undefined && att !== attest) throw new CheckFailed('BAD_ATTESTATION', 'att and attest disagree')
+  const attestation = att ?? attest
+  if (attestation !== 'A' && attestation !== 'B' && attestation !== 'C') throw new CheckFailed('BAD_ATTESTATION', 'attestation (att or attest) must be A, B or C')
+  if (typeof payload.origid !== 'string' || payload.origid === '') throw new CheckFailed('MISSING_ORIGID', 'origid must be a non-empty string')
+  const iat = payload.iat
+  if (typeof iat !== 'number' || !Number.isSafeInteger(iat)) throw new CheckFailed('BAD_IAT', 'iat must be an integer (seconds)')
+  if (iat > ctx.nowS + MAX_CLOCK_SKEW_S) throw new CheckFailed('IAT_IN_FUTURE', `iat is ${iat - ctx.nowS} s in the future`)
+  if (ctx.maxAgeS > 0 && iat < ctx.nowS - ctx.maxAgeS) throw new CheckFailed('IAT_TOO_OLD', `iat is ${ctx.nowS - iat} s old (max ${ctx.maxAgeS} s)`)
+  return `attestation ${attestation}`
+})
+
+/** origTN -> token -> linked keystores -> unrevoked keys; the one named by kid, or each in turn. */
+export const resolveKeys = check<CallContext>('resolve_keys', async (ctx) => {
+  const resolution = await ctx.directory.resolve(canonicalPhone(ctx.origTN))
+  if (resolution.tokenId === null) throw new CheckFailed('NO_TOKEN', 'origTN has no number-system token')
+  if (resolution.keystoreIds.length === 0) throw new CheckFailed('NO_REGISTRY', 'no certificate registry is linked to origTN')
+  if (ctx.kid !== undefined) {
+    const key = resolution.keys.find((k) => k.keyId === ctx.kid)
+    if (key === undefined) throw new CheckFailed('KEY_NOT_FOUND', `no unrevoked key ${ctx.kid} in the registries linked to origTN`)
+    ctx.candidates = [key]
+  } else {
+    if (resolution.keys.length === 0) throw new CheckFailed('KEY_NOT_FOUND', 'the registries linked to origTN hold no unrevoked key')
+    ctx.candidates = resolution.keys.slice(0, MAX_KEYS_WITHOUT_KID)
+  }
+  return `${ctx.candidates.length} candidate key(s): ${ctx.candidates.map((k) => k.keyId).join(', ')}`
+})
+
+/** ES256 over `header.payload`, JOSE form: exactly 64 bytes r||s. DER is not JOSE. */
+export const verifySignature = check<CallContext>('verify_signature', (ctx) => {
+  const { signature, signingInput } = jws(ctx)
+  if (signature.length !== 64) throw new CheckFailed('BAD_SIGNATURE_FORMAT', `signature must be 64 bytes (r||s), got ${signature.length} (DER is rejected)`)
+  const data = Buffer.from(signingInput)
+  for (const candidate of ctx.candidates!) {
+    if (verify('sha256', data, { key: candidate.key, dsaEncoding: 'ieee-p1363' }, signature)) return `verified with key ${candidate.keyId}`
+  }
+  throw new CheckFailed('BAD_SIGNATURE', 'signature does not verify with the linked key(s)')
+})
+
+export const VERIFY_CALL: readonly Check<CallContext>[] = [checkJwsFormat, checkHeader, checkClaims, resolveKeys, verifySignature]
+
+export interface CallVerdict {
+  success: boolean
+  reason?: string
+  steps: StepReport[]
+}
+
+export async function verifyCall(ctx: CallContext): Promise<CallVerdict> {
+  const outcome = await runChecks(VERIFY_CALL, ctx)
+  return outcome.ok ? { success: true, steps: outcome.steps } : { success: false, reason: `${outcome.code}: ${outcome.message}`, steps: outcome.steps }
+}

@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { verifyCall } from '../../caller/verify-call.ts'
+import { NotFoundError } from '../../errors.ts'
+import { canonicalPhone } from '../../identity/phone.ts'
+import type { Service } from '../../service.ts'
+import { API_KEY_SECURITY, requireScope } from '../auth.ts'
+import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../schemas.ts'
+
+export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const guard = requireScope(service, 'caller')
+  const { keyDirectory: directory, config } = service
+
+  app.post('/numsys/call-signature-verification', {
+    onRequest: guard,
+    schema: {
+      tags: ['caller'],
+      summary: 'Verify the identity header (PASSporT) of a call',
+      description: 'Checks in order: check_jws_format (compact JWS, <= 8 KiB), check_header (alg exactly ES256; typ absent/JWT/passport; ' +
+        'ppt absent/shaken; no unknown crit), check_claims (orig.tn = origTN, dest.tn (string or array) contains destTN, digits with or ' +
+        'without +; att/attest A|B|C; origid; iat integer, <= 5 s ahead, not older than CALL_MAX_AGE_S), resolve_keys (origTN -> token -> ' +
+        'linked keystores -> unrevoked key named by kid/keyid, or up to 16 keys in turn), verify_signature (ES256, 64-byte r||s; DER rejected). ' +
+        'A failed verification is 200 `{ success: false }`; a malformed body 400.',
+      security: API_KEY_SECURITY,
+      body: CallVerificationRequest,
+      response: withErrors({ 200: CallVerificationResponse }),
+    },
+  }, async (request) => {
+    const { origTN, destTN, jwt, debug } = request.body
+    const verdict = await verifyCall({ directory, origTN, destTN, jwt, maxAgeS: config.callMaxAgeS, nowS: Math.floor(Date.now() / 1000) })
+    if (debug !== true) return { success: verdict.success }
+    return { success: verdict.success, debug: verdict.reason === undefined ? { steps: verdict.steps } : { reason: verdict.reason, steps: verdict.steps } }
+  })
+
+  app.post('/numsys/object-id-lookup', {
+    onRequest: guard,
+    schema: {
+      tags: ['caller'],
+      summary: 'The number-system token of a phone number and the certificate registries linked to it',
+      description: '404 when the number has no token.',
+      security: API_KEY_SECURITY,
+      body: ObjectIdLookupRequest,
+      response: withErrors({ 200: ObjectIdLookupResponse }),
+    },
+  }, async (request) => {
+    const resolution = await directory.resolve(canonicalPhone(request.body.phoneNumber))
+    if (resolution.tokenId === null) throw new NotFoundError('this phone number has no number-system token', { field: 'phoneNumber' })
+    return { objectId: resolution.tokenId, registries: resolution.keystoreIds }
+  })
+}
