@@ -5,6 +5,9 @@ import { migrate } from './db/migrations.ts'
 import { openDatabase } from './db/open.ts'
 import { getOrInitSetting, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
+import { ChangeWatcher } from './db/change-signal.ts'
+import { CALLER_TOPIC } from './identity/numbers.ts'
+import { LEDGER_TOPIC, LocalLedger } from './ledger/local-ledger.ts'
 import { ApiKeyAuthenticator } from './keys/api-keys.ts'
 import { createLedger } from './ledger/create-ledger.ts'
 import type { Ledger } from './ledger/ledger.ts'
@@ -56,15 +59,22 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     await pinZkLoginIdentity(db, config)
     const ledger = options.ledger ?? createLedger(config, db)
     const rateLimiter = createRateLimiter(config.redisUrl)
+    // Caches that other processes' writes invalidate need the change signal; a process that
+    // does not watch (a one-shot CLI command) does not cache what it cannot invalidate.
+    const changes = options.watchChanges === false ? null : new ChangeWatcher(db, [CALLER_TOPIC, LEDGER_TOPIC])
     const keyDirectory = new KeyDirectory(db, ledger, {
-      ttlMs: ledger.kind === 'local' ? LOCAL_KEY_CACHE_TTL_MS : config.ledgerCacheTtlS * 1000,
+      ttlMs: ledger.kind === 'sui' ? config.ledgerCacheTtlS * 1000 : changes === null ? 0 : LOCAL_KEY_CACHE_TTL_MS,
     })
-    if (options.watchChanges !== false) await keyDirectory.watch()
+    if (changes !== null) {
+      keyDirectory.subscribe(changes)
+      if (ledger instanceof LocalLedger) ledger.subscribe(changes)
+      await changes.start()
+    }
     return {
       config, db, ledger, secret, rateLimiter, keyDirectory,
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
-        await keyDirectory.close()
+        await changes?.close()
         await ledger.close()
         await rateLimiter.close()
         await db.close()

@@ -61,13 +61,16 @@ export async function findByReference(db: Executor, apiKeyId: string, referenceN
   return row === undefined ? null : fromRow(row)
 }
 
-export async function insertApproval(db: Executor, a: Approval): Promise<void> {
-  await db.run(
+/** Inserts unless the key already used this referenceNumber; false in that case. */
+export async function insertApproval(db: Executor, a: Approval): Promise<boolean> {
+  const inserted = await db.run(
     `INSERT INTO approvals (approval_number, api_key_id, vendor_brand, reference_number, request_hash, title, message,
        success_redirect_url, cancel_redirect_url, method, object_id, phone_number, status, wallet, proof, created_at, expires_at, decided_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+     ON CONFLICT (api_key_id, reference_number) DO NOTHING`,
     [a.approvalNumber, a.apiKeyId, a.vendorBrand, a.referenceNumber, a.requestHash, a.title, a.message, a.successRedirectUrl,
       a.cancelRedirectUrl, a.method, a.objectId, a.phoneNumber, a.status, a.wallet, a.proof, a.createdAt, a.expiresAt, a.decidedAt])
+  return inserted === 1
 }
 
 /**

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Database } from '../db/engine.ts'
-import { isUniqueViolation } from '../db/engine.ts'
 import { ConflictError, NotFoundError } from '../errors.ts'
 import { findByObjectId, findByPhone } from '../identity/numbers.ts'
 import { canonicalPhone } from '../identity/phone.ts'
@@ -63,13 +62,11 @@ async function resolveToken(deps: CreateApprovalDeps, request: ApprovalRequest):
 /**
  * Creates an approval request. Idempotent per (API key, referenceNumber): a retry with the
  * same body returns the same pending approval; a different body, or a retry after the first
- * one was decided or expired, is a conflict (a reference number names one request).
+ * one was decided or expired, is a conflict (a reference number names one request). The
+ * token is resolved first, so a retry for a number that lost its token is a 404.
  */
 export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest): Promise<CreatedApproval> {
   const hash = requestHash(request)
-  const earlier = await findByReference(deps.db, key.id, request.referenceNumber)
-  if (earlier !== null) return replay(deps, earlier, hash)
-
   const { objectId, phoneNumber } = await resolveToken(deps, request)
   const now = Date.now()
   const approval: Approval = {
@@ -92,14 +89,11 @@ export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, requ
     expiresAt: now + deps.approvalTtlS * 1000,
     decidedAt: null,
   }
-  try {
-    await insertApproval(deps.db, approval)
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err
-    // A concurrent retry of the same request got there first.
-    const winner = await findByReference(deps.db, key.id, request.referenceNumber)
-    if (winner === null) throw err
-    return replay(deps, winner, hash)
+  // The common case costs one statement; a retry (or a concurrent twin) finds the earlier one.
+  if (!(await insertApproval(deps.db, approval))) {
+    const earlier = await findByReference(deps.db, key.id, request.referenceNumber)
+    if (earlier === null) throw new ConflictError('referenceNumber is being used concurrently; retry', { field: 'referenceNumber' })
+    return replay(deps, earlier, hash)
   }
   return { approvalNumber: approval.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, approval.approvalNumber) }
 }

@@ -60,7 +60,8 @@ export const checkApproverOwnsToken = check<DecideContext>('check_owner', async 
     if (approver !== approval.wallet) throw new CheckFailed('WRONG_SIGNER', `already approved by another address (${approval.wallet})`)
     return approver
   }
-  const token = await ctx.ledger.getToken(approval.objectId)
+  // Fresh: the decision must not rest on a cached owner from before a transfer.
+  const token = await ctx.ledger.getToken(approval.objectId, { fresh: true })
   if (token === null) throw new CheckFailed('TOKEN_NOT_FOUND', `the number-system token ${approval.objectId} no longer exists`)
   if (token.owner !== approver) {
     throw new CheckFailed('WRONG_SIGNER', `${approver} does not own the number-system token (owner: ${token.owner ?? 'not an address'})`)

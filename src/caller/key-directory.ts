@@ -38,7 +38,6 @@ export class KeyDirectory {
   readonly #inflight = new Map<string, Promise<Resolution>>()
   /** Bumped on every invalidation, so a lookup that raced one is not cached stale. */
   #generation = 0
-  #watcher: ChangeWatcher | undefined
 
   constructor(db: Database, ledger: Ledger, options: { ttlMs: number }) {
     this.#db = db
@@ -46,11 +45,9 @@ export class KeyDirectory {
     this.#ttlMs = options.ttlMs
   }
 
-  /** Subscribes to the change signal; without it the cache only expires by TTL. */
-  async watch(): Promise<void> {
-    this.#watcher = new ChangeWatcher(this.#db, [CALLER_TOPIC])
-    this.#watcher.on('change', (_topic, subject) => this.invalidate(subject))
-    await this.#watcher.start()
+  /** Drops entries on every caller-topic change; without it the cache only expires by TTL. */
+  subscribe(changes: ChangeWatcher): void {
+    changes.on('change', (topic, subject) => { if (topic === CALLER_TOPIC) this.invalidate(subject) })
   }
 
   invalidate(tag: string | null): void {
@@ -120,9 +117,5 @@ export class KeyDirectory {
       set?.delete(phone)
       if (set?.size === 0) this.#byTag.delete(tag)
     }
-  }
-
-  async close(): Promise<void> {
-    await this.#watcher?.close()
   }
 }

@@ -57,8 +57,11 @@ export interface Ledger {
    */
   readonly coreClient?: ClientWithCoreApi
 
-  /** The KNS token with that ID, or null when no such KNS token exists. */
-  getToken(objectId: string): Promise<KnsToken | null>
+  /**
+   * The KNS token with that ID, or null when no such KNS token exists. Reads may come from a
+   * short-lived cache; `fresh` asks the ledger itself (for decisions such as approving).
+   */
+  getToken(objectId: string, options?: { fresh?: boolean }): Promise<KnsToken | null>
   /** Mints a new KNS token to `owner`. `tx` lets the caller make the mint part of its own transaction. */
   mintToken(owner: string, tx?: Executor): Promise<KnsToken>
   /** A transaction by its base58 digest, or null when the ledger does not know it. */

@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { normalizeSuiAddress, toBase58 } from '@mysten/sui/utils'
+import { signalChange, type ChangeWatcher } from '../db/change-signal.ts'
 import type { Database, Executor } from '../db/engine.ts'
 import { NotFoundError, ForbiddenError } from '../errors.ts'
 import { LocalKeystores } from './local-keystores.ts'
 import type { Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
+
+/** Change topic of token ownership (mint, transfer). */
+export const LEDGER_TOPIC = 'ledger'
 
 interface TransactionRow { digest: string; sender: string; status: string; events: string; created_at: number }
 
@@ -22,6 +26,8 @@ export class LocalLedger implements Ledger {
   /** Keystores and their links to tokens (caller verification). */
   readonly keystores: LocalKeystores
   readonly #db: Database
+  /** objectId -> owner (null: no such token); undefined while not subscribed to changes. */
+  #owners: Map<string, string | null> | undefined
 
   constructor(db: Database, knsPackageId: string) {
     this.#db = db
@@ -32,10 +38,40 @@ export class LocalLedger implements Ledger {
     this.mintedEventType = `${this.packageId}::kns::MintedEvent`
   }
 
-  async getToken(objectId: string, tx: Executor = this.#db): Promise<KnsToken | null> {
-    const row = await tx.get<{ owner: string }>(
-      'SELECT owner FROM ledger_objects WHERE object_id = $1 AND type = $2', [normalizeSuiAddress(objectId), this.tokenType])
-    return row === undefined ? null : { objectId: normalizeSuiAddress(objectId), owner: row.owner }
+  /**
+   * Owners are cached only while subscribed to the change signal, which every mint and
+   * transfer (in any process) raises; `fresh` reads skip the cache.
+   */
+  subscribe(changes: ChangeWatcher): void {
+    this.#owners = new Map()
+    changes.on('change', (topic, subject) => {
+      if (topic !== LEDGER_TOPIC) return
+      if (subject === null) this.#owners?.clear()
+      else this.#owners?.delete(subject.replace(/^token:/, ''))
+    })
+  }
+
+  async getToken(objectId: string, options?: { fresh?: boolean }): Promise<KnsToken | null> {
+    const id = normalizeSuiAddress(objectId)
+    const cached = options?.fresh ? undefined : this.#owners?.get(id)
+    if (cached !== undefined) return cached === null ? null : { objectId: id, owner: cached }
+    const token = await this.#readToken(this.#db, id)
+    if (this.#owners !== undefined) {
+      if (this.#owners.size >= 100_000) this.#owners.clear()
+      this.#owners.set(id, token?.owner ?? null)
+    }
+    return token
+  }
+
+  async #readToken(ex: Executor, objectId: string): Promise<KnsToken | null> {
+    const id = normalizeSuiAddress(objectId)
+    const row = await ex.get<{ owner: string }>('SELECT owner FROM ledger_objects WHERE object_id = $1 AND type = $2', [id, this.tokenType])
+    return row === undefined ? null : { objectId: id, owner: row.owner }
+  }
+
+  async #changed(tx: Executor, objectId: string): Promise<void> {
+    this.#owners?.delete(objectId)
+    await signalChange(tx, LEDGER_TOPIC, `token:${objectId}`)
   }
 
   async mintToken(owner: string, tx?: Executor): Promise<KnsToken> {
@@ -44,6 +80,7 @@ export class LocalLedger implements Ledger {
       const to = normalizeSuiAddress(owner)
       await ex.run('INSERT INTO ledger_objects (object_id, type, owner, version, created_at) VALUES ($1, $2, $3, 1, $4)',
         [objectId, this.tokenType, to, Date.now()])
+      // No change signal: a fresh random ID cannot be in anyone's cache.
       await this.#record(ex, to, [{ type: this.mintedEventType, sender: to, json: { object_id: objectId } }])
       return { objectId, owner: to }
     }
@@ -53,10 +90,11 @@ export class LocalLedger implements Ledger {
   /** `0x2::transfer::public_transfer`: only meaningful on the embedded ledger (operator command). */
   async transferToken(objectId: string, to: string): Promise<{ digest: string }> {
     return this.#db.transaction(async (tx) => {
-      const token = await this.getToken(objectId, tx)
+      const token = await this.#readToken(tx, objectId)
       if (token === null) throw new NotFoundError(`no KNS token ${objectId} on the embedded ledger`, { field: 'objectId' })
       await tx.run('UPDATE ledger_objects SET owner = $1, version = version + 1 WHERE object_id = $2',
         [normalizeSuiAddress(to), token.objectId])
+      await this.#changed(tx, token.objectId)
       const digest = await this.#record(tx, token.owner ?? normalizeSuiAddress(to), [])
       return { digest }
     })
@@ -68,7 +106,7 @@ export class LocalLedger implements Ledger {
    */
   async approve(objectId: string, ref: string, sender: string): Promise<{ digest: string }> {
     return this.#db.transaction(async (tx) => {
-      const token = await this.getToken(objectId, tx)
+      const token = await this.#readToken(tx, objectId)
       if (token === null) throw new NotFoundError(`no KNS token ${objectId} on the embedded ledger`, { field: 'objectId' })
       const from = normalizeSuiAddress(sender)
       if (token.owner !== from) throw new ForbiddenError(`address ${from} does not own token ${token.objectId}`)

@@ -198,8 +198,8 @@ export class SuiLedger implements Ledger {
     })
   }
 
-  async getToken(objectId: string): Promise<KnsToken | null> {
-    const object = await this.#readObject(objectId)
+  async getToken(objectId: string, options?: { fresh?: boolean }): Promise<KnsToken | null> {
+    const object = await this.#readObject(objectId, options?.fresh === true)
     const type = object?.asMoveObject?.contents?.type?.repr
     if (object == null || type === undefined || !sameType(type, this.tokenType)) return null
     return { objectId: normalizeSuiAddress(object.address), owner: objectOwner(object.owner) }
@@ -262,10 +262,10 @@ export class SuiLedger implements Ledger {
 
   async close(): Promise<void> {}
 
-  async #readObject(objectId: string): Promise<ObjectNode | null> {
+  async #readObject(objectId: string, fresh = false): Promise<ObjectNode | null> {
     if (!isValidSuiObjectId(objectId)) return null
     const key = normalizeSuiAddress(objectId)
-    const cached = this.#ttlMs > 0 ? this.#objects.get(key) : undefined
+    const cached = this.#ttlMs > 0 && !fresh ? this.#objects.get(key) : undefined
     if (cached !== undefined) return cached.value
     const object = await this.#once(`obj:${key}`, async () => {
       const data = await this.#query(GET_OBJECT_QUERY, 'knsGetObject', { address: key })
