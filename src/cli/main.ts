@@ -7,7 +7,6 @@ import { optional, parse, type Parsed } from './args.ts'
 import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
-import { serve } from './serve.ts'
 import { walletCommand } from './wallet-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
@@ -125,6 +124,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     const service = await openService(config, { watchChanges: command === 'serve' })
     if (command === 'serve') {
+      // Loaded only here: the HTTP stack is most of the CLI's start-up time.
+      const { serve } = await import('./serve.ts')
       await serve(service)
       return -1 // keeps running; shutdown exits the process
     }

@@ -1,0 +1,184 @@
+/**
+ * Configuration: defaults, one clear ConfigError per bad variable (naming it), and the values
+ * pinned in the database (zkLogin identity, generated server secret).
+ */
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import { loadConfig, SUI_NETWORKS } from '../../src/config.ts'
+import { MIGRATIONS } from '../../src/db/migrations.ts'
+import { ConfigError } from '../../src/errors.ts'
+import { openService, type Service } from '../../src/service.ts'
+import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
+
+/** Published deployments, copied from ../shared/spec/domain.md (not from src). */
+const DOMAIN = {
+  mainnet: {
+    kns: '0x66dd6f65ebad8911bd196749098bfe6ef826049cef4086c5929863a5a30c93ef',
+    idMapTable: '0x8fbb2a81daa43f9592d693a2ee6e1e6e3c8fed1d644581f2802e9c916db12d57',
+  },
+  testnet: {
+    kns: '0x695fa0bd4395696074c4b9e8d2122e40664c0a78842c356095ed28ccdc04a802',
+    idMapTable: '0x655fc0ea86e13e030829b0824bb141d0c370825cbf57aa9a95d80dbf592b4e43',
+  },
+}
+
+const envs: TestEnv[] = []
+const services: Service[] = []
+
+after(async () => {
+  for (const s of services) await s.close().catch(() => {})
+  for (const e of envs) await e.cleanup()
+})
+
+async function fresh(extra: Record<string, string> = {}): Promise<TestEnv> {
+  const e = await freshDatabaseEnv(extra)
+  envs.push(e)
+  return e
+}
+
+async function open(env: Record<string, string>): Promise<Service> {
+  const service = await openService(loadConfig(env))
+  services.push(service)
+  return service
+}
+
+async function close(service: Service): Promise<void> {
+  services.splice(services.indexOf(service), 1)
+  await service.close()
+}
+
+test('defaults', () => {
+  const config = loadConfig({})
+  assert.equal(config.port, 8080)
+  assert.equal(config.host, '0.0.0.0')
+  assert.equal(config.publicBaseUrl, 'http://localhost:8080')
+  assert.equal(config.ledger, 'local')
+  assert.equal(config.approvalTtlS, 900)
+  assert.equal(config.dataDir, './data')
+  assert.equal(config.databaseUrl, undefined)
+  assert.equal(config.redisUrl, undefined)
+  assert.equal(config.knsSecret, undefined)
+  assert.equal(config.suiNetwork, 'testnet')
+  assert.equal(config.knsPackageId, DOMAIN.testnet.kns)
+  assert.equal(config.idMapTableId, DOMAIN.testnet.idMapTable)
+  assert.equal(config.suiGraphqlUrl, 'https://graphql.testnet.sui.io/graphql')
+  assert.equal(config.logLevel, 'info')
+  assert.equal(config.trustProxy, false)
+  assert.ok(config.zkLoginIssuer.length > 0)
+  assert.ok(config.zkLoginClientId.length > 0)
+})
+
+test('PUBLIC_BASE_URL follows PORT by default; an explicit one loses its trailing slash', () => {
+  assert.equal(loadConfig({ PORT: '3000' }).publicBaseUrl, 'http://localhost:3000')
+  assert.equal(loadConfig({ PORT: '3000', PUBLIC_BASE_URL: 'https://kns.example.com/' }).publicBaseUrl, 'https://kns.example.com')
+  // Empty values count as unset (a blank line in .env).
+  assert.equal(loadConfig({ PORT: '', APPROVAL_TTL_S: '', KNS_SECRET: '' }).port, 8080)
+  assert.equal(loadConfig({ KNS_SECRET: '' }).knsSecret, undefined)
+})
+
+test('SUI_NETWORK=mainnet selects the mainnet deployment from domain.md; explicit IDs win', () => {
+  const config = loadConfig({ SUI_NETWORK: 'mainnet' })
+  assert.equal(config.suiNetwork, 'mainnet')
+  assert.equal(config.knsPackageId, DOMAIN.mainnet.kns)
+  assert.equal(config.idMapTableId, DOMAIN.mainnet.idMapTable)
+  assert.equal(config.suiGraphqlUrl, SUI_NETWORKS.mainnet.graphqlUrl)
+  assert.match(config.suiGraphqlUrl, /mainnet/)
+  const custom = `0x${'AB'.repeat(32)}`
+  assert.equal(loadConfig({ KNS_PACKAGE_ID: custom }).knsPackageId, custom.toLowerCase())
+})
+
+test('accepted values', () => {
+  const config = loadConfig({
+    PORT: '0', HOST: '127.0.0.1', LEDGER: 'sui', APPROVAL_TTL_S: '60', DATA_DIR: '/tmp/kns',
+    DATABASE_URL: 'postgresql://u@db:5432/kns', REDIS_URL: 'rediss://cache:6380', LOG_LEVEL: 'warn', TRUST_PROXY: 'true',
+    KNS_SECRET: 'x'.repeat(32), ZKLOGIN_ISSUER: 'https://accounts.google.com', ZKLOGIN_CLIENT_ID: 'client-1',
+  })
+  assert.equal(config.port, 0)
+  assert.equal(config.host, '127.0.0.1')
+  assert.equal(config.ledger, 'sui')
+  assert.equal(config.approvalTtlS, 60)
+  assert.equal(config.dataDir, '/tmp/kns')
+  assert.equal(config.databaseUrl, 'postgresql://u@db:5432/kns')
+  assert.equal(config.redisUrl, 'rediss://cache:6380')
+  assert.equal(config.logLevel, 'warn')
+  assert.equal(config.trustProxy, true)
+  assert.equal(config.knsSecret, 'x'.repeat(32))
+  assert.equal(config.zkLoginIssuer, 'https://accounts.google.com')
+  assert.equal(config.zkLoginClientId, 'client-1')
+})
+
+const INVALID: [name: string, value: string][] = [
+  ['PORT', 'abc'], ['PORT', '65536'], ['PORT', '-1'], ['PORT', '80.5'], ['PORT', ' 80'],
+  ['APPROVAL_TTL_S', '0'], ['APPROVAL_TTL_S', 'ten'], ['APPROVAL_TTL_S', String(31 * 24 * 3600)],
+  ['LEDGER', 'ethereum'], ['LEDGER', 'LOCAL'],
+  ['SUI_NETWORK', 'devnet'],
+  ['PUBLIC_BASE_URL', 'not a url'], ['PUBLIC_BASE_URL', 'ftp://kns.example.com'],
+  ['DATABASE_URL', 'mysql://db/kns'], ['DATABASE_URL', 'postgres//missing-colon'],
+  ['REDIS_URL', 'http://cache:6379'],
+  ['SUI_GRAPHQL_URL', 'graphql.testnet.sui.io'],
+  ['KNS_PACKAGE_ID', '0x1234'], ['SUI_ID_MAP_TABLE_ID', `0x${'g'.repeat(64)}`],
+  ['LOG_LEVEL', 'loud'], ['TRUST_PROXY', 'yes'],
+  ['PUBLIC_RATE_LIMIT', 'many'], ['DEFAULT_KEY_RATE', '0'], ['LEDGER_CACHE_TTL_S', '3601'],
+  ['ZKLOGIN_ISSUER', `https://${'i'.repeat(256)}`], ['ZKLOGIN_CLIENT_ID', 'c'.repeat(256)],
+  ['KNS_SECRET', 'too-short'], ['KNS_SECRET', 'x'.repeat(31)],
+]
+
+for (const [name, value] of INVALID) {
+  test(`${name}=${value.length > 40 ? `${value.slice(0, 20)}...` : JSON.stringify(value)} is refused with a ConfigError naming ${name}`, () => {
+    assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`)
+      assert.equal(err.code, 'INVALID_CONFIG')
+      assert.match(err.message, new RegExp(`\\b${name}\\b`))
+      if (name === 'KNS_SECRET') assert.ok(!err.message.includes(value), 'the secret is not echoed')
+      return true
+    })
+  })
+}
+
+test('a database created with one ZKLOGIN_ISSUER / ZKLOGIN_CLIENT_ID refuses to open with another', async () => {
+  const e = await fresh({ ZKLOGIN_ISSUER: 'https://issuer-one.example', ZKLOGIN_CLIENT_ID: 'client-one' })
+  await close(await open(e.env))
+
+  await assert.rejects(openService(loadConfig({ ...e.env, ZKLOGIN_ISSUER: 'https://issuer-two.example' })), (err: unknown) => {
+    assert.ok(err instanceof ConfigError, String(err))
+    assert.match(err.message, /ZKLOGIN_ISSUER/)
+    assert.match(err.message, /issuer-one/)
+    return true
+  })
+  await assert.rejects(openService(loadConfig({ ...e.env, ZKLOGIN_CLIENT_ID: 'client-two' })), (err: unknown) => {
+    assert.ok(err instanceof ConfigError, String(err))
+    assert.match(err.message, /ZKLOGIN_CLIENT_ID/)
+    return true
+  })
+  // The original values still open it.
+  await close(await open(e.env))
+})
+
+test('KNS_SECRET unset: a secret is generated once and kept across reopen; KNS_SECRET set is used as is', async () => {
+  const e = await fresh()
+  const first = await open(e.env)
+  assert.equal(first.secret.length, 32)
+  const generated = Buffer.from(first.secret)
+  await close(first)
+
+  const second = await open(e.env)
+  assert.deepEqual(second.secret, generated)
+  await close(second)
+
+  const given = 'k'.repeat(40)
+  const withSecret = await open({ ...e.env, KNS_SECRET: given })
+  assert.deepEqual(withSecret.secret, Buffer.from(given))
+  await close(withSecret)
+
+  // Another database gets its own secret.
+  const other = await open((await fresh()).env)
+  assert.notDeepEqual(other.secret, generated)
+})
+
+test('services opening a fresh PostgreSQL database at once migrate once and agree on the secret', { skip: ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
+  const e = await fresh()
+  const opened = await Promise.all([0, 1, 2].map(() => open(e.env)))
+  for (const s of opened) assert.deepEqual(s.secret, opened[0]!.secret)
+  const rows = await opened[0]!.db.all<{ version: number }>('SELECT version FROM schema_migrations')
+  assert.deepEqual(rows.map((r) => Number(r.version)).sort((x, y) => x - y), MIGRATIONS.map((m) => m.version))
+})
