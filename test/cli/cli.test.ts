@@ -163,7 +163,7 @@ test('token mint links the number; transfer moves the token; link re-points a nu
 
   const s = await service()
   assert.equal((await findByPhone(s.db, phone))?.objectId, objectId, 'the number is linked to the new token')
-  assert.equal((await s.ledger.getToken(objectId))?.owner, first)
+  assert.equal((await s.ledger.getToken(objectId, { fresh: true }))?.owner, first)
 
   const otherPhone = randomPhone()
   const missing = `0x${randomBytes(32).toString('hex')}`
@@ -176,7 +176,7 @@ test('token mint links the number; transfer moves the token; link re-points a nu
   assert.equal(moved.objectId, objectId)
   assert.equal(moved.owner, second)
   assert.equal(fromBase58(moved.digest as string).length, 32)
-  assert.equal((await s.ledger.getToken(objectId))?.owner, second)
+  assert.equal((await s.ledger.getToken(objectId, { fresh: true }))?.owner, second)
 
   assert.notEqual(linkUnknown.code, 0)
   assertJsonError(linkUnknown, 1, 'NOT_FOUND', new RegExp(missing))
