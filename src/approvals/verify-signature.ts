@@ -2,6 +2,7 @@ import { parseSerializedSignature, type PublicKey } from '@mysten/sui/cryptograp
 import { MultiSigPublicKey } from '@mysten/sui/multisig'
 import { publicKeyFromRawBytes } from '@mysten/sui/verify'
 import { LedgerUnavailableError } from '../errors.ts'
+import { verifyEd25519PersonalMessage } from '../lib/ed25519-fast.ts'
 import { check, CheckFailed, runChecks, type Check } from '../lib/checks.ts'
 import { checkApproverOwnsToken, checkDecidable, checkMethod, loadApproval, loaded, recordApproval, type DecideContext } from './decide-checks.ts'
 import { signMessageFor } from './sign-message.ts'
@@ -9,7 +10,7 @@ import { signMessageFor } from './sign-message.ts'
 export interface VerifySignatureContext extends DecideContext {
   signature: string
   serviceUrl: string
-  parsed?: { scheme: string; serialized: string; publicKey: PublicKey }
+  parsed?: { scheme: string; serialized: string; publicKey: PublicKey; rawSignature: Uint8Array | null }
 }
 
 export interface Verdict { success: boolean; code?: string; error?: string }
@@ -29,7 +30,10 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
       ? new MultiSigPublicKey(parsed.multisig.multisig_pk, ctx.ledger.coreClient ? { client: ctx.ledger.coreClient } : {})
       : publicKeyFromRawBytes(parsed.signatureScheme, parsed.publicKey,
         ctx.ledger.coreClient ? { client: ctx.ledger.coreClient } : {})
-    ctx.parsed = { scheme: parsed.signatureScheme, serialized: ctx.signature, publicKey }
+    ctx.parsed = {
+      scheme: parsed.signatureScheme, serialized: ctx.signature, publicKey,
+      rawSignature: parsed.signatureScheme === 'ED25519' ? parsed.signature : null,
+    }
   } catch {
     throw new CheckFailed('INVALID_SIGNATURE', `signature carries an invalid ${parsed.signatureScheme} public key`)
   }
@@ -38,11 +42,13 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
 
 const verifyPersonalMessage = check<VerifySignatureContext>('verify_signature', async (ctx) => {
   const approval = loaded(ctx)
-  const { publicKey, serialized, scheme } = ctx.parsed!
+  const { publicKey, serialized, scheme, rawSignature } = ctx.parsed!
   const message = new TextEncoder().encode(signMessageFor(approval, ctx.serviceUrl))
   let valid: boolean
   try {
-    valid = await publicKey.verifyPersonalMessage(message, serialized)
+    valid = rawSignature !== null
+      ? verifyEd25519PersonalMessage(message, publicKey.toRawBytes(), rawSignature)
+      : await publicKey.verifyPersonalMessage(message, serialized)
   } catch (err) {
     // Simple schemes fail closed with `false`; a throw is an environmental failure
     // (zkLogin JWK or epoch lookup), not the caller's fault.
