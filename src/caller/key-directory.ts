@@ -22,6 +22,7 @@ export interface Resolution {
 interface Entry { value: Resolution; tags: string[]; expiresAt: number }
 
 const MAX_ENTRIES = 200_000
+const FRESH = { fresh: true } as const
 
 /**
  * number -> token -> linked keystores -> prepared KeyObjects, cached in process because every
@@ -78,8 +79,9 @@ export class KeyDirectory {
     const link = await findByPhone(this.#db, phone)
     const value: Resolution = { tokenId: link?.objectId ?? null, keystoreIds: [], keys: [] }
     if (link !== null) {
-      value.keystoreIds = await this.#ledger.getLinkedKeystores(link.objectId)
-      const keystores = await Promise.all(value.keystoreIds.map((id) => this.#ledger.getKeystore(id)))
+      // Fresh reads: this directory is the cache, and its TTL must be the only one that counts.
+      value.keystoreIds = await this.#ledger.getLinkedKeystores(link.objectId, FRESH)
+      const keystores = await Promise.all(value.keystoreIds.map((id) => this.#ledger.getKeystore(id, FRESH)))
       for (const keystore of keystores) {
         if (keystore === null) continue
         for (const k of keystore.keys) {

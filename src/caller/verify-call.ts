@@ -52,9 +52,11 @@ export const checkHeader = check<CallContext>('check_header', (ctx) => {
       if (!UNDERSTOOD_CRITICAL.has(name) || !(name in header)) throw new CheckFailed('BAD_CRIT', `critical header parameter "${name}" is not understood`)
     }
   }
-  const kid = header.kid ?? header.keyid
-  if (kid !== undefined && (typeof kid !== 'string' || kid === '' || kid.length > 256)) throw new CheckFailed('BAD_KID', 'kid must be a non-empty string')
-  if (kid !== undefined) ctx.kid = kid as string
+  // Present means present: `kid: null` is a malformed header, not "no kid".
+  const kid = 'kid' in header ? header.kid : 'keyid' in header ? header.keyid : undefined
+  const named = 'kid' in header || 'keyid' in header
+  if (named && (typeof kid !== 'string' || kid === '' || kid.length > 256)) throw new CheckFailed('BAD_KID', 'kid must be a non-empty string')
+  if (named) ctx.kid = kid as string
   return ctx.kid === undefined ? 'no kid' : `kid ${ctx.kid}`
 })
 

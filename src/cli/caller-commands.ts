@@ -114,8 +114,8 @@ export function signPassport(input: { orig: string; dest: string; privateKeyPem:
   return `${signingInput}.${signature.toString('base64url')}`
 }
 
-/** kns passport sign | verify */
-export async function passportCommand(service: Service | null, sub: string | undefined, { values }: Parsed, out: Output): Promise<void> {
+/** kns passport sign | verify. Resolves to the exit code: verify exits 1 when not verified. */
+export async function passportCommand(service: Service | null, sub: string | undefined, { values }: Parsed, out: Output): Promise<number> {
   const orig = phoneArg(required(values, 'orig'), '--orig')
   const dest = phoneArg(required(values, 'dest'), '--dest')
   if (sub === 'sign') {
@@ -130,7 +130,8 @@ export async function passportCommand(service: Service | null, sub: string | und
       ...(kid === undefined ? {} : { kid }), ...(attest === undefined ? {} : { attest }),
       ...(origid === undefined ? {} : { origid }), ...(iatRaw === undefined ? {} : { iat: Number(iatRaw) }),
     })
-    return out.result({ jwt }, jwt)
+    out.result({ jwt }, jwt)
+    return 0
   }
   if (sub === 'verify') {
     const verdict = await verifyCall({
@@ -138,8 +139,9 @@ export async function passportCommand(service: Service | null, sub: string | und
       maxAgeS: service!.config.callMaxAgeS, nowS: Math.floor(Date.now() / 1000),
     })
     const lines = verdict.steps.map((s) => `${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.detail ? `: ${s.detail}` : ''}`)
-    return out.result({ success: verdict.success, ...(verdict.reason === undefined ? {} : { reason: verdict.reason }), steps: verdict.steps },
+    out.result({ success: verdict.success, ...(verdict.reason === undefined ? {} : { reason: verdict.reason }), steps: verdict.steps },
       [...lines, verdict.success ? 'verified' : `not verified: ${verdict.reason}`].join('\n'))
+    return verdict.success ? 0 : 1
   }
   throw new UsageError(`unknown command 'kns passport ${sub ?? ''}'`)
 }

@@ -7,6 +7,7 @@ import { optional, parse, type Parsed } from './args.ts'
 import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
+import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
 import { walletCommand } from './wallet-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
@@ -35,11 +36,13 @@ Usage: kns <command> [options] [--json]
   registry unlink (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
   passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
+${STATS_USAGE}
 
 Configuration comes from the environment and ./.env (see README). --json prints one JSON
 object on stdout; errors go to stderr with a non-zero exit code.`
 
 const OPTIONS = {
+  ...STATS_OPTIONS,
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
@@ -102,8 +105,9 @@ export async function main(argv: string[]): Promise<number> {
       await keystoreCommand(null, sub, args, out)
       return 0
     }
-    if (command === 'passport' && sub === 'sign') {
-      await passportCommand(null, sub, args, out)
+    if (command === 'passport' && sub === 'sign') return await passportCommand(null, sub, args, out)
+    if (command === 'seed' && args.values.out !== undefined) {
+      await seedCommand(null, args, out)
       return 0
     }
     loadDotEnv()
@@ -119,7 +123,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
-    if (!['serve', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport'].includes(command)) {
+    if (!['serve', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     const service = await openService(config, { watchChanges: command === 'serve' })
@@ -135,7 +139,9 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'wallet') await walletCommand(service, sub, args, out)
       else if (command === 'keystore') await keystoreCommand(service, sub, args, out)
       else if (command === 'registry') await registryCommand(service, sub, args, out)
-      else if (command === 'passport') await passportCommand(service, sub, args, out)
+      else if (command === 'passport') return await passportCommand(service, sub, args, out)
+      else if (command === 'stats') await statsCommand(service, sub, args, out)
+      else if (command === 'seed') await seedCommand(service, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

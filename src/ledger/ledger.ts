@@ -67,10 +67,10 @@ export interface Ledger {
   /** A transaction by its base58 digest, or null when the ledger does not know it. */
   getTransaction(digest: string): Promise<LedgerTransaction | null>
 
-  /** Keystore (certificate registry) object, or null. */
-  getKeystore(objectId: string): Promise<Keystore | null>
-  /** Keystore IDs linked to a KNS token in the ID map ([] when none). */
-  getLinkedKeystores(tokenId: string): Promise<string[]>
+  /** Keystore (certificate registry) object, or null. `fresh` as for getToken. */
+  getKeystore(objectId: string, options?: { fresh?: boolean }): Promise<Keystore | null>
+  /** Keystore IDs linked to a KNS token in the ID map ([] when none). `fresh` as for getToken. */
+  getLinkedKeystores(tokenId: string, options?: { fresh?: boolean }): Promise<string[]>
 
   close(): Promise<void>
 }

@@ -219,8 +219,8 @@ export class SuiLedger implements Ledger {
     return tx
   }
 
-  async getKeystore(objectId: string): Promise<Keystore | null> {
-    const object = await this.#readObject(objectId)
+  async getKeystore(objectId: string, options?: { fresh?: boolean }): Promise<Keystore | null> {
+    const object = await this.#readObject(objectId, options?.fresh === true)
     const json = object?.asMoveObject?.contents?.json
     if (object == null || !isRecord(json) || !Array.isArray(json.public_keys)) return null
     const keys: KeystoreKey[] = []
@@ -241,10 +241,10 @@ export class SuiLedger implements Ledger {
     }
   }
 
-  async getLinkedKeystores(tokenId: string): Promise<string[]> {
+  async getLinkedKeystores(tokenId: string, options?: { fresh?: boolean }): Promise<string[]> {
     if (!isValidSuiObjectId(tokenId)) return []
     const key = normalizeSuiAddress(tokenId)
-    const cached = this.#ttlMs > 0 ? this.#links.get(key) : undefined
+    const cached = this.#ttlMs > 0 && options?.fresh !== true ? this.#links.get(key) : undefined
     if (cached !== undefined) return [...cached.value]
     const ids = await this.#once(`link:${key}`, async () => {
       const data = await this.#query(GET_DYNAMIC_FIELD_QUERY, 'knsGetDynamicField', {
