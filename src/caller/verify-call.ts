@@ -1,4 +1,3 @@
-import { verify } from 'node:crypto'
 import { check, CheckFailed, runChecks, type Check, type StepReport } from '../lib/checks.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import type { KeyDirectory, SigningKey } from './key-directory.ts'
@@ -97,13 +96,19 @@ export const resolveKeys = check<CallContext>('resolve_keys', async (ctx) => {
   return `${ctx.candidates.length} candidate key(s): ${ctx.candidates.map((k) => k.keyId).join(', ')}`
 })
 
-/** ES256 over `header.payload`, JOSE form: exactly 64 bytes r||s. DER is not JOSE. */
-export const verifySignature = check<CallContext>('verify_signature', (ctx) => {
+const ECDSA_SHA256 = { name: 'ECDSA', hash: 'SHA-256' } as const
+
+/**
+ * ES256 over `header.payload`, JOSE form: exactly 64 bytes r||s (WebCrypto's own form). DER is
+ * not JOSE. WebCrypto verifies on the thread pool, so the event loop keeps serving other
+ * calls while the curve arithmetic runs on the other cores.
+ */
+export const verifySignature = check<CallContext>('verify_signature', async (ctx) => {
   const { signature, signingInput } = jws(ctx)
   if (signature.length !== 64) throw new CheckFailed('BAD_SIGNATURE_FORMAT', `signature must be 64 bytes (r||s), got ${signature.length} (DER is rejected)`)
   const data = Buffer.from(signingInput)
   for (const candidate of ctx.candidates!) {
-    if (verify('sha256', data, { key: candidate.key, dsaEncoding: 'ieee-p1363' }, signature)) return `verified with key ${candidate.keyId}`
+    if (await crypto.subtle.verify(ECDSA_SHA256, candidate.cryptoKey, signature, data)) return `verified with key ${candidate.keyId}`
   }
   throw new CheckFailed('BAD_SIGNATURE', 'signature does not verify with the linked key(s)')
 })

@@ -92,6 +92,8 @@ export async function countApiKeys(db: Executor): Promise<number> {
 export class ApiKeyAuthenticator {
   readonly #db: Executor
   readonly #cache = new Map<string, { row: ApiKeyRow | undefined; until: number }>()
+  /** Presented key -> verified key, until its row's cache entry expires: no re-hash per request. */
+  readonly #verified = new Map<string, { key: ApiKey; until: number }>()
 
   constructor(db: Executor) {
     this.#db = db
@@ -99,6 +101,9 @@ export class ApiKeyAuthenticator {
 
   async authenticate(presented: string | undefined): Promise<ApiKey> {
     if (presented === undefined || presented === '') throw new UnauthorizedError('missing API key: send it in the x-api-key header')
+    const now = Date.now()
+    const known = this.#verified.get(presented)
+    if (known !== undefined && known.until > now) return known.key
     const match = KEY_FORMAT.exec(presented)
     if (match === null) throw new UnauthorizedError('invalid API key')
     const [, id, secret] = match as unknown as [string, string, string]
@@ -108,7 +113,10 @@ export class ApiKeyAuthenticator {
     const matches = timingSafeEqual(hashSecret(secret), expected)
     if (row === undefined || !matches) throw new UnauthorizedError('invalid API key')
     if (row.revoked_at !== null) throw new UnauthorizedError('API key revoked')
-    return fromRow(row)
+    const key = fromRow(row)
+    if (this.#verified.size > 10_000) this.#verified.clear()
+    this.#verified.set(presented, { key, until: this.#cache.get(id)?.until ?? now })
+    return key
   }
 
   async #lookup(id: string): Promise<ApiKeyRow | undefined> {
