@@ -1,27 +1,39 @@
 /**
- * `npm run bench`: requests/s and p99 latency of the area A endpoints, each as a ratio to a
- * bare Fastify route measured in the same run, on SQLite and (when reachable) PostgreSQL.
+ * `npm run bench`: requests/s and p99 latency of the area A and caller-verification (area B)
+ * endpoints, each as a ratio to a reference measured in the same run, on SQLite and (when
+ * reachable) PostgreSQL. The reference is a bare Fastify route, except for
+ * call-signature-verification: raw `crypto.verify` ES256 in one process (bench/caller-bench.ts).
+ * That endpoint is then loaded at half its peak rate for p99 (bench/caller-paced.ts).
  *
  * Every target server runs in its own child process (bench/server.ts), the bare baseline
- * included, so autocannon's CPU use here weighs on every measurement alike.
+ * included, so autocannon's CPU use here weighs on every measurement alike. Each endpoint
+ * alternates with its reference in short slices, so both see the same machine load.
  *
  * Environment:
- *   BENCH_DURATION_S     seconds measured per endpoint (default 5)
+ *   BENCH_DURATION_S     seconds measured per endpoint (default 4), and as long on its reference
+ *   BENCH_SLICE_S        the endpoint and its reference alternate in slices this long (default 2; at most 25)
  *   BENCH_WARMUP_S       unmeasured seconds before each measurement (default 1; 0 = none)
+ *   BENCH_HALF_RATE_S    seconds of each of the three half-peak-rate runs (default 2)
  *   BENCH_CONNECTIONS    concurrent connections (default 32)
  *   BENCH_DATABASE_URL   PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test);
  *                        a fresh schema is created and dropped; unreachable = skipped
  *   BENCH_CPU_PROF       a directory: the servers run with --cpu-prof and write profiles there
+ *   BENCH_ENGINES        engines to run, comma-separated (default sqlite,postgres)
+ *   BENCH_ONLY           only the endpoints whose name contains this text (e.g. for profiling one)
+ *   BENCH_CALLER_NUMBERS numbers seeded for caller verification (default 10000), over 20 keystores
  *
  * Exit code 0 when every measurement ran cleanly, whether or not the targets are met (the
  * table is a report); 1 when the bench could not run or a measurement saw errors (non-2xx,
  * unexpected bodies, socket errors), since its figures would not mean what they say.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, loadavg } from 'node:os'
 import { resolve } from 'node:path'
-import autocannon, { type Result } from 'autocannon'
-import { approvalBody, inPool, pad, postgresDatabase, seed, sqliteDatabase, type BenchDatabase, type Engine, type Seed } from './seed.ts'
+import autocannon, { type RawResult } from 'autocannon'
+import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVerify, VERIFY_NAME, type RawVerify } from './caller-bench.ts'
+import { paced, summarizePaced, type PacedResult } from './caller-paced.ts'
+import { seedCaller, type CallerSeed } from './caller-seed.ts'
+import { areaAEndpoints, inPool, postgresDatabase, seed, sqliteDatabase, type BenchDatabase, type Engine } from './seed.ts'
 
 function envInt(name: string, fallback: number, min: number): number {
   const raw = process.env[name]
@@ -31,15 +43,27 @@ function envInt(name: string, fallback: number, min: number): number {
   return value
 }
 
-const DURATION_S = envInt('BENCH_DURATION_S', 5, 1)
+const DURATION_S = envInt('BENCH_DURATION_S', 4, 1)
+const SLICE_S = envInt('BENCH_SLICE_S', 2, 1)
+if (SLICE_S > 25) throw new Error('BENCH_SLICE_S must be at most 25: PASSporTs (re-signed at 30 s) must stay under CALL_MAX_AGE_S = 60 s')
 const WARMUP_S = envInt('BENCH_WARMUP_S', 1, 0)
+const HALF_RATE_S = envInt('BENCH_HALF_RATE_S', 2, 1)
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 32, 1)
 const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
+const ENGINES = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map((e) => e.trim())
+const ONLY = process.env.BENCH_ONLY || ''
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined
 const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 1000 }
-const TARGETS: Record<string, number> = {
-  'GET /numsys/transaction_details': 0.5,
-  'POST /numsys/approval-phone': 0.3,
+const CALLER_SIZES = { numbers: envInt('BENCH_CALLER_NUMBERS', 10_000, 1), keystores: 20 }
+const HALF_RATE_NAME = `${VERIFY_NAME} at 0.5 × peak`
+/** req/s at least this ratio of the reference's, or p99 at most this many ms. */
+type Goal = { minRatio: number } | { maxP99: number }
+const TARGETS: Record<string, Goal> = {
+  'GET /numsys/transaction_details': { minRatio: 0.5 },
+  'POST /numsys/approval-phone': { minRatio: 0.3 },
+  [VERIFY_NAME]: { minRatio: 0.5 },
+  [HALF_RATE_NAME]: { maxP99: 10 },
+  [LOOKUP_NAME]: { minRatio: 0.5 },
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -47,7 +71,12 @@ const log = (line: string) => process.stderr.write(`${line}\n`)
 // ---------------------------------------------------------------------------------------
 // Server children
 
-interface Target { port: number; stop(): Promise<void> }
+interface Target {
+  port: number
+  /** The server process's CPU time so far, µs (user + system, all threads). */
+  cpu(): Promise<number>
+  stop(): Promise<void>
+}
 
 async function startServer(label: string, mode: 'bare' | 'app', env: Record<string, string>): Promise<Target> {
   const execArgv = [...process.execArgv]
@@ -66,6 +95,10 @@ async function startServer(label: string, mode: 'bare' | 'app', env: Record<stri
   void exited.then((code) => { if (crashed) log(`!! ${label} server exited unexpectedly (code ${code})`) })
   return {
     port,
+    cpu: () => new Promise<number>((resolveCpu) => {
+      child.once('message', (message) => resolveCpu((message as { cpuUs: number }).cpuUs))
+      child.send('cpu')
+    }),
     async stop() {
       crashed = false
       if (child.exitCode !== null) return
@@ -80,7 +113,7 @@ async function startServer(label: string, mode: 'bare' | 'app', env: Record<stri
 // ---------------------------------------------------------------------------------------
 // Endpoints
 
-interface Endpoint {
+export interface Endpoint {
   name: string
   method: 'GET' | 'POST'
   headers: Record<string, string>
@@ -88,9 +121,11 @@ interface Endpoint {
   next(): { path: string; body?: string }
   /** A 2xx body that means what the endpoint should mean (e.g. `success: true`). */
   ok(body: string): boolean
+  /** Before the preflight and each slice (e.g. re-sign tokens that are getting old). */
+  prepare?(): void
+  /** Extra warm-up before the first measurement (e.g. fill a cache). */
+  warm?(port: number): Promise<void>
 }
-
-const JSON_HEADERS = { 'content-type': 'application/json' }
 
 const bare: Endpoint = {
   name: 'GET /bare (baseline)', method: 'GET', headers: {},
@@ -98,70 +133,48 @@ const bare: Endpoint = {
   ok: (body) => body.includes('"ok":true'),
 }
 
-function endpoints(engine: Engine, data: Seed, signed: { approvalNumber: string; signature: string }[]): Endpoint[] {
-  let registrations = 0
-  let newNumbers = 0
-  let references = 0
-  let reads = 0
-  let verifications = 0
-  return [{
-    name: 'POST /numsys/register-user-login', method: 'POST', headers: JSON_HEADERS,
-    // Alternately a number never seen before (mints a token) and a registered one (login).
-    next() {
-      const i = registrations++
-      const user = i % 2 === 0
-        ? { email: `new${newNumbers}@bench.example`, phoneNumber: `+49151${pad(newNumbers++, 8)}` }
-        : data.users[(i >> 1) % data.users.length]!
-      return { path: '/numsys/register-user-login', body: JSON.stringify(user) }
-    },
-    ok: (body) => body.includes('"success":true'),
-  }, {
-    name: 'POST /numsys/approval-phone', method: 'POST', headers: { ...JSON_HEADERS, 'x-api-key': data.apiKey },
-    next() {
-      const i = references++
-      const body = approvalBody(data.ownedPhones[i % data.ownedPhones.length]!, `bench-${engine}-${i}`)
-      return { path: '/numsys/approval-phone', body: JSON.stringify(body) }
-    },
-    ok: (body) => body.includes('"approvalNumber"'),
-  }, {
-    name: 'GET /numsys/transaction_details', method: 'GET', headers: {},
-    next: () => ({ path: `/numsys/transaction_details?ref=${data.detailRefs[reads++ % data.detailRefs.length]}` }),
-    ok: (body) => body.includes('"status":"pending"'),
-  }, {
-    name: 'POST /numsys/verify_signature', method: 'POST', headers: JSON_HEADERS,
-    // The first round approves each approval; later rounds are idempotent successes.
-    next: () => ({ path: '/numsys/verify_signature', body: JSON.stringify(signed[verifications++ % signed.length]) }),
-    ok: (body) => body.includes('"success":true'),
-  }]
-}
-
 // ---------------------------------------------------------------------------------------
 // Measuring
 
-interface Measurement {
+export interface Summary {
+  rps: number
+  p99: number | null
+  problems: string
+  /** Server CPU time per request (per verification for crypto.verify), µs; null when not known. */
+  cpuUs: number | null
+}
+
+/** What an endpoint is compared with, run in the slices between the endpoint's. */
+export interface Reference<R> {
+  name: string
+  run(seconds: number): Promise<R>
+  summarize(runs: R[]): Summary
+}
+
+interface Measurement extends Summary {
   endpoint: string
   engine: Engine | '-'
-  rps: number
-  p99: number
-  requests: number
-  /** Empty when clean; otherwise what went wrong, e.g. "409x12, 3 unexpected bodies". */
-  problems: string
+  /** The reference over the slices interleaved with this endpoint's (absent on reference rows). */
+  ref?: Summary & { name: string }
 }
 
 /** One request through fetch, so a broken setup fails with its response rather than a count. */
 async function preflight(port: number, endpoint: Endpoint): Promise<void> {
+  endpoint.prepare?.()
   const { path, body } = endpoint.next()
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: endpoint.method, headers: endpoint.headers, body })
   const text = await response.text()
   if (!response.ok || !endpoint.ok(text)) throw new Error(`${endpoint.name}: preflight answered ${response.status} ${text.slice(0, 500)}`)
 }
 
-function cannon(port: number, endpoint: Endpoint, durationS: number): Promise<Result> {
+function cannon(port: number, endpoint: Endpoint, seconds: number, overallRate?: number): Promise<RawResult> {
   return autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
-    duration: durationS,
+    duration: seconds,
+    ...(overallRate === undefined ? {} : { overallRate }),
     timeout: 10,
+    skipAggregateResult: true,
     requests: [{
       method: endpoint.method,
       headers: endpoint.headers,
@@ -176,29 +189,94 @@ function cannon(port: number, endpoint: Endpoint, durationS: number): Promise<Re
   })
 }
 
-async function measure(port: number, endpoint: Endpoint, engine: Engine | '-'): Promise<Measurement> {
-  await preflight(port, endpoint)
-  if (WARMUP_S > 0) await cannon(port, endpoint, WARMUP_S)
-  const result = await cannon(port, endpoint, DURATION_S)
+/** One autocannon run and the CPU time the server spent meanwhile. */
+interface Slice { raw: RawResult; cpuUs: number }
+
+async function slice(server: Target, endpoint: Endpoint, seconds: number, overallRate?: number): Promise<Slice> {
+  const before = await server.cpu()
+  const raw = await cannon(server.port, endpoint, seconds, overallRate)
+  return { raw, cpuUs: await server.cpu() - before }
+}
+
+/** Throughput over all slices, p99 over all their latencies, and anything that was not a clean 2xx. */
+function summarize(slices: Slice[]): Summary {
+  const raws = slices.map((s) => s.raw)
+  const completed = raws.reduce((n, r) => n + r.totalCompletedRequests, 0)
+  const seconds = raws.reduce((n, r) => n + r.duration, 0)
+  const cpuUs = slices.reduce((n, s) => n + s.cpuUs, 0) / completed
+  const result = autocannon.aggregateResult(raws, { url: 'http://127.0.0.1', connections: CONNECTIONS })
   const problems: string[] = []
   const statuses = Object.entries(result.statusCodeStats).filter(([code]) => !code.startsWith('2'))
   if (statuses.length > 0) problems.push(statuses.map(([code, s]) => `${code}x${s.count}`).join(' '))
   const badBodies = result.mismatches - result.non2xx
   if (badBodies > 0) problems.push(`${badBodies} unexpected 2xx bodies`)
   if (result.errors > 0) problems.push(`${result.errors} socket errors (${result.timeouts} timeouts)`)
-  const m: Measurement = {
-    endpoint: endpoint.name, engine, rps: result.requests.average, p99: result.latency.p99,
-    requests: result.requests.total, problems: problems.join(', '),
+  return { rps: completed / seconds, p99: result.latency.p99, problems: problems.join(', '), cpuUs }
+}
+
+const us = (cpuUs: number | null) => cpuUs === null ? '-' : cpuUs.toFixed(0)
+const report = (m: Measurement) => log(`   ${m.engine.padEnd(8)} ${m.endpoint.padEnd(34)} ${m.rps.toFixed(0).padStart(6)} req/s  ` +
+  `p99 ${String(m.p99).padStart(4)} ms  CPU ${us(m.cpuUs)} µs` + (m.ref === undefined ? '' : `   ${m.ref.name} ${m.ref.rps.toFixed(0)}/s` +
+  (m.ref.p99 === null ? '' : `  p99 ${m.ref.p99} ms`) + `  CPU ${us(m.ref.cpuUs)} µs`) + (m.problems ? `  !! ${m.problems}` : ''))
+
+/**
+ * Other work on the machine makes throughput drift by several times within a minute, so the
+ * endpoint and its reference alternate in short slices (R E R E ... R): both see the same
+ * conditions, and the ratio compares like with like.
+ */
+async function measure<R>(server: Target, endpoint: Endpoint, engine: Engine, ref: Reference<R>): Promise<Measurement> {
+  await endpoint.warm?.(server.port)
+  await preflight(server.port, endpoint)
+  if (WARMUP_S > 0) await cannon(server.port, endpoint, WARMUP_S)
+  const slices = Math.max(1, Math.round(DURATION_S / SLICE_S))
+  const own: Slice[] = []
+  const refRuns: R[] = [await ref.run(SLICE_S)]
+  for (let i = 0; i < slices; i++) {
+    endpoint.prepare?.()
+    own.push(await slice(server, endpoint, SLICE_S))
+    refRuns.push(await ref.run(SLICE_S))
   }
-  log(`   ${engine.padEnd(8)} ${endpoint.name.padEnd(36)} ${m.rps.toFixed(0).padStart(7)} req/s  p99 ${m.p99} ms` +
-    (m.problems ? `  !! ${m.problems}` : ''))
+  const m: Measurement = { endpoint: endpoint.name, engine, ...summarize(own), ref: { name: ref.name, ...ref.summarize(refRuns) } }
+  report(m)
   return m
 }
 
-async function benchEngine(db: BenchDatabase): Promise<Measurement[]> {
+/**
+ * The endpoint again at half its measured peak, for latency under ordinary load: evenly paced
+ * (bench/caller-paced.ts; the target applies here) with the bare route paced alike as the
+ * reference (what the machine alone does to p99), and autocannon `overallRate` at the same
+ * rate, whose bursts and latency correction overstate p99 (for comparison). In turns, slice by slice.
+ */
+async function measureHalfRate(server: Target, endpoint: Endpoint, engine: Engine, peak: Measurement, bareServer: Target): Promise<Measurement[]> {
+  const rate = Math.max(1, Math.round(peak.rps / 2))
+  const pacedSlice = async (target: Target, e: Endpoint) => {
+    const before = await target.cpu()
+    const result = await paced({ port: target.port, rate, seconds: SLICE_S, sockets: CONNECTIONS * 2, ...e })
+    return { ...result, cpuUs: await target.cpu() - before }
+  }
+  const [even, control, bursty]: [PacedResult[], PacedResult[], Slice[]] = [[], [], []]
+  for (let i = 0; i < Math.max(1, Math.round(HALF_RATE_S / SLICE_S)); i++) {
+    endpoint.prepare?.()
+    even.push(await pacedSlice(server, endpoint))
+    control.push(await pacedSlice(bareServer, bare))
+    endpoint.prepare?.()
+    bursty.push(await slice(server, endpoint, SLICE_S, rate))
+  }
+  const results: Measurement[] = [
+    { endpoint: HALF_RATE_NAME, engine, ...summarizePaced(even), ref: { name: 'bare, paced alike', ...summarizePaced(control) } },
+    { endpoint: `${HALF_RATE_NAME} (autocannon overallRate)`, engine, ...summarize(bursty), ref: { name: 'peak', rps: peak.rps, p99: peak.p99, cpuUs: peak.cpuUs, problems: '' } },
+  ]
+  results.forEach(report)
+  return results
+}
+
+interface References { bare: Reference<Slice>; bareServer: Target; verify: RawVerify }
+
+async function benchEngine(db: BenchDatabase, refs: References): Promise<Measurement[]> {
   log(`-- ${db.engine}: seeding`)
   const started = Date.now()
   const data = await seed(db.env, SIZES)
+  const caller: CallerSeed = await seedCaller(db.env, CALLER_SIZES)
   const server = await startServer(`kns-${db.engine}`, 'app', db.env)
   try {
     // Signatures over each approval's signMessage, as a wallet gets it from transaction_details.
@@ -211,7 +289,15 @@ async function benchEngine(db: BenchDatabase): Promise<Measurement[]> {
     })
     log(`-- ${db.engine}: seeded and signed in ${((Date.now() - started) / 1000).toFixed(1)} s; measuring`)
     const results: Measurement[] = []
-    for (const endpoint of endpoints(db.engine, data, signed)) results.push(await measure(server.port, endpoint, db.engine))
+    const all = [...areaAEndpoints(db.engine, data, signed), ...callerEndpoints(caller, log)]
+    for (const endpoint of all.filter((e) => e.name.includes(ONLY))) {
+      if (endpoint.name !== VERIFY_NAME) {
+        results.push(await measure(server, endpoint, db.engine, refs.bare))
+        continue
+      }
+      const peak = await measure(server, endpoint, db.engine, refs.verify)
+      results.push(peak, ...await measureHalfRate(server, endpoint, db.engine, peak, refs.bareServer))
+    }
     return results
   } finally {
     await server.stop()
@@ -221,36 +307,53 @@ async function benchEngine(db: BenchDatabase): Promise<Measurement[]> {
 // ---------------------------------------------------------------------------------------
 // Report
 
-function table(measurements: Measurement[], baseline: { rps: number; p99: number }): string {
+function verdict(m: Measurement): { target: string; result: string } {
+  const goal = TARGETS[m.endpoint]
+  if (goal === undefined || m.ref === undefined) return { target: '-', result: '-' }
+  if ('maxP99' in goal) return { target: `p99 <= ${goal.maxP99} ms`, result: m.p99 !== null && m.p99 <= goal.maxP99 ? 'PASS' : 'FAIL' }
+  return { target: `>= ${goal.minRatio} × ${m.ref.name}`, result: m.rps / m.ref.rps >= goal.minRatio ? 'PASS' : 'FAIL' }
+}
+
+function table(measurements: Measurement[]): string {
   const rows = [
-    '| Endpoint | Engine | req/s | p99 ms | req/s ÷ bare | p99 ÷ bare | Target (req/s ÷ bare) | Result | Errors |',
-    '|---|---|---:|---:|---:|---:|---:|---|---|',
+    '| Endpoint | Engine | req/s | p99 ms | CPU µs/req | Reference | ref /s | ref p99 ms | ref CPU µs | req/s ÷ ref | CPU ref ÷ own | p99 ÷ ref | Target | Result | Errors |',
+    '|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|---|',
   ]
+  const ms = (p99: number | null) => p99 === null ? '-' : String(p99)
   for (const m of measurements) {
-    const ratio = m.rps / baseline.rps
-    const target = TARGETS[m.endpoint]
-    const result = target === undefined ? '-' : ratio >= target ? 'PASS' : 'FAIL'
-    const p99Ratio = baseline.p99 > 0 ? (m.p99 / baseline.p99).toFixed(1) : 'n/a'
-    rows.push(`| \`${m.endpoint}\` | ${m.engine} | ${m.rps.toFixed(0)} | ${m.p99} | ${ratio.toFixed(2)} | ${p99Ratio} | ` +
-      `${target === undefined ? '-' : `>= ${target}`} | ${result} | ${m.problems || 'none'} |`)
+    const { target, result } = verdict(m)
+    const ref = m.ref
+    // Truncated, not rounded: a ratio shown as 0.50 has met a 0.5 target.
+    const ratio = ref === undefined ? '-' : (Math.floor((m.rps / ref.rps) * 100) / 100).toFixed(2)
+    const p99Ratio = ref === undefined || m.p99 === null || ref.p99 === null || ref.p99 <= 0 ? '-' : (m.p99 / ref.p99).toFixed(1)
+    const cpuRatio = ref?.cpuUs == null || m.cpuUs === null ? '-' : (ref.cpuUs / m.cpuUs).toFixed(2)
+    const errors = [m.problems, ref?.problems ? `${ref.name}: ${ref.problems}` : ''].filter(Boolean).join('; ')
+    rows.push(`| \`${m.endpoint}\` | ${m.engine} | ${m.rps.toFixed(0)} | ${ms(m.p99)} | ${us(m.cpuUs)} | ${ref?.name ?? '-'} | ` +
+      `${ref === undefined ? '-' : ref.rps.toFixed(0)} | ${ref === undefined ? '-' : ms(ref.p99)} | ${ref === undefined ? '-' : us(ref.cpuUs)} | ` +
+      `${ratio} | ${cpuRatio} | ${p99Ratio} | ${target} | ${result} | ${errors || 'none'} |`)
   }
   return rows.join('\n')
 }
 
 async function main(): Promise<number> {
-  log(`kns bench: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per endpoint, ` +
-    `${availableParallelism()} CPUs, Node ${process.version}`)
+  log(`kns bench: ${CONNECTIONS} connections; per endpoint ${WARMUP_S} s warm-up, then ${DURATION_S} s in ${SLICE_S} s slices ` +
+    `alternating with its reference; ${availableParallelism()} CPUs, Node ${process.version}`)
   const measurements: Measurement[] = []
+  const allBare: Slice[] = []
   const notes: string[] = []
+  const loadBefore = loadavg().map((l) => l.toFixed(1)).join(' ')
 
   const bareServer = await startServer('bare', 'bare', {})
-  let before: Measurement
-  let after: Measurement
+  let rawVerify: RawVerify | undefined
   try {
-    log('-- baseline')
-    before = await measure(bareServer.port, bare, '-')
-
-    for (const open of [async () => sqliteDatabase(), async () => postgresDatabase(PG_URL)]) {
+    await preflight(bareServer.port, bare)
+    if (WARMUP_S > 0) await cannon(bareServer.port, bare, WARMUP_S)
+    rawVerify = await startRawVerify(WARMUP_S)
+    const run = async (seconds: number) => { const s = await slice(bareServer, bare, seconds); allBare.push(s); return s }
+    const refs: References = { verify: rawVerify, bare: { name: 'bare', run, summarize }, bareServer }
+    const engines = { sqlite: async () => sqliteDatabase(), postgres: async () => postgresDatabase(PG_URL) }
+    for (const [engine, open] of Object.entries(engines)) {
+      if (!ENGINES.includes(engine)) continue
       let db: BenchDatabase
       try {
         db = await open()
@@ -261,31 +364,32 @@ async function main(): Promise<number> {
         continue
       }
       try {
-        measurements.push(...await benchEngine(db))
+        measurements.push(...await benchEngine(db, refs))
       } finally {
         await db.cleanup()
       }
     }
-
-    log('-- baseline again')
-    after = await measure(bareServer.port, bare, '-')
   } finally {
+    await rawVerify?.stop()
     await bareServer.stop()
   }
 
-  // The baseline is the mean of its runs before and after, so slow drift shows in neither ratio.
-  const baseline = { rps: (before.rps + after.rps) / 2, p99: (before.p99 + after.p99) / 2 }
-  const baselineRow: Measurement = {
-    endpoint: bare.name, engine: '-', rps: baseline.rps, p99: baseline.p99,
-    requests: before.requests + after.requests, problems: [before.problems, after.problems].filter(Boolean).join(', '),
-  }
-  const all = [baselineRow, ...measurements]
-  console.log(`\n${table(all, baseline)}\n`)
-  console.log(`Bare route: ${before.rps.toFixed(0)} req/s (p99 ${before.p99} ms) before, ${after.rps.toFixed(0)} req/s ` +
-    `(p99 ${after.p99} ms) after; ratios use the mean. ${CONNECTIONS} connections, ${DURATION_S} s per endpoint, ` +
-    `${availableParallelism()} CPUs, Node ${process.version}; server and bare route each in a child process.`)
+  const perEndpoint = measurements.filter((m) => m.ref?.name === 'bare').map((m) => m.ref!.rps)
+  const range = perEndpoint.length === 0 ? '' : ` (here ${Math.min(...perEndpoint).toFixed(0)}-${Math.max(...perEndpoint).toFixed(0)} req/s)`
+  const all: Measurement[] = allBare.length === 0 ? [] : [{ endpoint: bare.name, engine: '-', ...summarize(allBare) }]
+  if (rawVerify !== undefined && rawVerify.all.length > 0) all.push({ endpoint: 'crypto.verify ES256, 1 process (verifies/s)', engine: '-', ...summarizeVerify(rawVerify.all) })
+  all.push(...measurements)
+  console.log(`\n${table(all)}\n`)
+  console.log(`Each endpoint alternates ${SLICE_S} s slices with its reference (${DURATION_S} s of each, after ${WARMUP_S} s ` +
+    `warm-up); "ref" is the reference over the slices around that endpoint: the bare route${range}, or for ` +
+    `call-signature-verification raw crypto.verify; the first rows are all slices of each reference. ` +
+    `CPU µs/req: the server process's CPU time (all threads) per request served (for crypto.verify, per verification); ` +
+    `"CPU ref ÷ own" is the throughput ratio the two would have with equal CPU, which machine load skews far less than ` +
+    `req/s ÷ ref. p99 ÷ ref is latency: higher is worse. ${CONNECTIONS} connections, ${availableParallelism()} CPUs, Node ${process.version}, ` +
+    `load average ${loadBefore} before and ${loadavg().map((l) => l.toFixed(1)).join(' ')} after; each server in its own child process.`)
+  console.log(callerNote(CALLER_SIZES, HALF_RATE_S, SLICE_S))
   for (const note of notes) console.log(`Note: ${note}`)
-  const flagged = all.filter((m) => m.problems !== '')
+  const flagged = all.filter((m) => m.problems !== '' || (m.ref?.problems ?? '') !== '')
   if (flagged.length > 0) {
     console.log(`\nFLAGGED: ${flagged.length} measurement(s) saw errors; their figures are not valid.`)
     return 1

@@ -28,12 +28,17 @@ declare module 'autocannon' {
     url: string
     connections?: number
     duration?: number
+    /** Stop after this many requests (instead of `duration`). */
+    amount?: number
+    /** Requests per second over all connections (fixed-rate load; latencies corrected for coordinated omission). */
+    overallRate?: number
     timeout?: number
     method?: string
     headers?: Record<string, string>
     body?: string
     requests?: Request[]
     verifyBody?: (body: string) => boolean
+    skipAggregateResult?: boolean
   }
 
   export interface Result {
@@ -48,10 +53,27 @@ declare module 'autocannon' {
     statusCodeStats: Record<string, { count: number }>
   }
 
-  export interface Instance extends Promise<Result> {
+  /** A run with `skipAggregateResult`: histograms still encoded, to be merged with others. */
+  export interface RawResult {
+    totalCompletedRequests: number
+    /** Seconds. */
+    duration: number
+    errors: number
+    timeouts: number
+    mismatches: number
+    non2xx: number
+    statusCodeStats: Record<string, { count: number }>
+  }
+
+  export interface Instance<T> extends Promise<T> {
     stop(): void
   }
 
-  function autocannon(options: Options): Instance
+  function autocannon(options: Options & { skipAggregateResult: true }): Instance<RawResult>
+  function autocannon(options: Options): Instance<Result>
+  namespace autocannon {
+    /** Merges raw runs: latency percentiles over all of them (the requests histogram is not merged). */
+    function aggregateResult(results: RawResult[], options: { url: string; connections?: number }): Result
+  }
   export default autocannon
 }

@@ -1,6 +1,7 @@
 /**
  * Fresh databases and seed data for the benchmark: one API key with a high rate, numbers
- * whose tokens an Ed25519 keypair owns, registered users, and pending `sign` approvals.
+ * whose tokens an Ed25519 keypair owns, registered users, and pending `sign` approvals; and
+ * the area A endpoints' requests made from them.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,6 +16,7 @@ import { linkNumber } from '../src/identity/numbers.ts'
 import { createApiKey } from '../src/keys/api-keys.ts'
 import { LocalLedger } from '../src/ledger/local-ledger.ts'
 import { openService } from '../src/service.ts'
+import type { Endpoint } from './api.bench.ts'
 
 export type Engine = 'sqlite' | 'postgres'
 
@@ -156,4 +158,44 @@ export async function seed(env: Record<string, string>, sizes: SeedSizes): Promi
   } finally {
     await service.close()
   }
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' }
+
+/** The area A endpoints, with requests made from the seed (`signed`: wallet signatures over signRefs' messages). */
+export function areaAEndpoints(engine: Engine, data: Seed, signed: { approvalNumber: string; signature: string }[]): Endpoint[] {
+  let registrations = 0
+  let newNumbers = 0
+  let references = 0
+  let reads = 0
+  let verifications = 0
+  return [{
+    name: 'POST /numsys/register-user-login', method: 'POST', headers: JSON_HEADERS,
+    // Alternately a number never seen before (mints a token) and a registered one (login).
+    next() {
+      const i = registrations++
+      const user = i % 2 === 0
+        ? { email: `new${newNumbers}@bench.example`, phoneNumber: `+49151${pad(newNumbers++, 8)}` }
+        : data.users[(i >> 1) % data.users.length]!
+      return { path: '/numsys/register-user-login', body: JSON.stringify(user) }
+    },
+    ok: (body) => body.includes('"success":true'),
+  }, {
+    name: 'POST /numsys/approval-phone', method: 'POST', headers: { ...JSON_HEADERS, 'x-api-key': data.apiKey },
+    next() {
+      const i = references++
+      const body = approvalBody(data.ownedPhones[i % data.ownedPhones.length]!, `bench-${engine}-${i}`)
+      return { path: '/numsys/approval-phone', body: JSON.stringify(body) }
+    },
+    ok: (body) => body.includes('"approvalNumber"'),
+  }, {
+    name: 'GET /numsys/transaction_details', method: 'GET', headers: {},
+    next: () => ({ path: `/numsys/transaction_details?ref=${data.detailRefs[reads++ % data.detailRefs.length]}` }),
+    ok: (body) => body.includes('"status":"pending"'),
+  }, {
+    name: 'POST /numsys/verify_signature', method: 'POST', headers: JSON_HEADERS,
+    // The first round approves each approval; later rounds are idempotent successes.
+    next: () => ({ path: '/numsys/verify_signature', body: JSON.stringify(signed[verifications++ % signed.length]) }),
+    ok: (body) => body.includes('"success":true'),
+  }]
 }

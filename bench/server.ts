@@ -1,7 +1,8 @@
 /**
  * One benchmark target, run as a child process of bench/api.bench.ts so the load generator
  * does not share the server's event loop. Listens on 127.0.0.1 (free port) and reports
- * `{ port }` over IPC; the message `stop` closes it cleanly (so `--cpu-prof` is written).
+ * `{ port }` over IPC; the message `cpu` answers `{ cpuUs }` (process CPU time so far), and
+ * `stop` closes it cleanly (so `--cpu-prof` is written).
  *
  *   BENCH_MODE=bare  a bare Fastify app with `GET /bare` (the baseline)
  *   BENCH_MODE=app   the real service, configured from the environment like `kns serve`
@@ -39,6 +40,10 @@ async function stop(): Promise<void> {
   await service?.close()
   process.exit(0)
 }
-process.on('message', (message) => { if (message === 'stop') void stop() })
+process.on('message', (message) => {
+  if (message === 'stop') void stop()
+  // CPU time used so far (µs, all threads): the bench divides it by requests served.
+  if (message === 'cpu') { const { user, system } = process.cpuUsage(); process.send!({ cpuUs: user + system }) }
+})
 // The parent went away (crash or Ctrl-C): do not linger.
 process.on('disconnect', () => { void stop() })
