@@ -1,4 +1,5 @@
 import type { Database } from './engine.ts'
+import { STATS_MIGRATION } from '../stats/migration.ts'
 
 export interface Migration {
   version: number
@@ -120,6 +121,11 @@ export const MIGRATIONS: Migration[] = [
         PRIMARY KEY (topic, version)
       )`,
     ],
+  },
+  {
+    version: 3,
+    name: 'public statistics: nodes, usage sessions and their rollups',
+    up: STATS_MIGRATION,
   },
 ]
 

@@ -8,6 +8,9 @@ import { approvalRoutes } from './routes/approvals.ts'
 import { callerRoutes } from './routes/caller.ts'
 import { identityRoutes } from './routes/identity.ts'
 import { ledgerRoutes } from './routes/ledger.ts'
+import { pageRoutes } from './routes/pages.ts'
+import { adminStatsRoutes } from './routes/admin-stats.ts'
+import { statsRoutes } from './routes/stats.ts'
 import { ErrorBody } from './schemas.ts'
 
 export const BODY_LIMIT = 64 * 1024
@@ -59,5 +62,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(approvalRoutes, { service })
   await app.register(callerRoutes, { service })
   await app.register(ledgerRoutes, { service })
+  await app.register(pageRoutes, { service })
+  await app.register(statsRoutes, { service })
+  await app.register(adminStatsRoutes, { service })
   return app
 }

@@ -1,0 +1,121 @@
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { PayloadTooLargeError, ValidationError } from '../../errors.ts'
+import type { Service } from '../../service.ts'
+import { createClientHasher } from '../../stats/client-hash.ts'
+import { ingestSessions, upsertGateways, upsertWifiNodes } from '../../stats/ingest.ts'
+import {
+  GatewayList, MAX_BATCH, NodesUpserted, UsageBatch, UsageIngested, UsageRejected, WifiNodeList,
+} from '../../stats/schemas.ts'
+import { checkBatch } from '../../stats/validate-session.ts'
+import { API_KEY_SECURITY, requireScope } from '../auth.ts'
+import { withErrors } from '../schemas.ts'
+
+/** 10 000 sessions of the longest allowed fields are about 7 MB of JSON. */
+export const USAGE_BODY_LIMIT = 16 * 1024 * 1024
+export const NODES_BODY_LIMIT = 8 * 1024 * 1024
+const REPORTED_ERRORS = 1000
+
+/** NDJSON body -> values, with their 0-based line numbers; blank lines are skipped. */
+function ndjsonValues(body: string): { values: unknown[]; lines: number[]; errors: { index: number; reason: string }[] } {
+  const values: unknown[] = []
+  const lines: number[] = []
+  const errors: { index: number; reason: string }[] = []
+  body.split('\n').forEach((line, index) => {
+    if (line.trim() === '') return
+    try {
+      values.push(JSON.parse(line))
+      lines.push(index)
+    } catch {
+      errors.push({ index, reason: 'not a JSON value' })
+    }
+  })
+  return { values, lines, errors }
+}
+
+export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const guard = requireScope(service, 'admin')
+  const hashClient = createClientHasher(service.secret)
+
+  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string', bodyLimit: USAGE_BODY_LIMIT }, (_request, body, done) => done(null, body))
+
+  app.put('/api/v1/admin/gateways', {
+    preHandler: guard,
+    bodyLimit: NODES_BODY_LIMIT,
+    schema: {
+      tags: ['statistics admin'],
+      summary: 'Upsert gateways by uid',
+      description: `A JSON array of at most ${MAX_BATCH} gateways, stored in one transaction. status: Online, Offline or Pending; ` +
+        'lat in [-90, 90], lon in [-180, 180]. A uid given twice: the last one wins.',
+      security: API_KEY_SECURITY,
+      body: GatewayList,
+      response: withErrors({ 200: NodesUpserted }),
+    },
+  }, async (request) => ({ upserted: await upsertGateways(service.db, request.body) }))
+
+  app.put('/api/v1/admin/wifi-nodes', {
+    preHandler: guard,
+    bodyLimit: NODES_BODY_LIMIT,
+    schema: {
+      tags: ['statistics admin'],
+      summary: 'Upsert WiFi nodes by uid',
+      description: `A JSON array of at most ${MAX_BATCH} WiFi nodes (all seven fields), stored in one transaction. Same rules as gateways.`,
+      security: API_KEY_SECURITY,
+      body: WifiNodeList,
+      response: withErrors({ 200: NodesUpserted }),
+    },
+  }, async (request) => ({ upserted: await upsertWifiNodes(service.db, request.body) }))
+
+  app.post('/api/v1/admin/usage', {
+    preHandler: guard,
+    bodyLimit: USAGE_BODY_LIMIT,
+    // Sessions are checked one by one in the handler, so that a rejected batch lists every
+    // bad line; the schema below documents them.
+    validatorCompiler: () => () => true,
+    schema: {
+      tags: ['statistics admin'],
+      summary: 'Ingest usage sessions',
+      description: `A JSON array, or NDJSON (Content-Type: application/x-ndjson, one session per line), of at most ${MAX_BATCH} ` +
+        'sessions (413 beyond). The batch is stored whole or not at all: with any bad session, 400 lists every bad one ' +
+        '(index = array position or 0-based line). Idempotent: a session already stored (same sessionId and start) is ' +
+        'counted in `duplicates` and changes nothing. start/end: ISO 8601 with a zone, or epoch ms; start at most 5 minutes ' +
+        'ahead of the server clock; end >= start. clientId is stored only as a keyed hash.',
+      security: API_KEY_SECURITY,
+      body: {
+        content: {
+          'application/json': { schema: UsageBatch },
+          'application/x-ndjson': { schema: Type.String({ description: 'one session (JSON object) per line' }) },
+        },
+      },
+      response: withErrors({ 200: UsageIngested, 400: UsageRejected }),
+    },
+  }, async (request, reply) => {
+    const body: unknown = request.body
+    let values: unknown[]
+    let indexOf = (i: number) => i
+    let parseErrors: { index: number; reason: string }[] = []
+    if (typeof body === 'string') {
+      const parsed = ndjsonValues(body)
+      values = parsed.values
+      parseErrors = parsed.errors
+      indexOf = (i) => parsed.lines[i]!
+    } else if (Array.isArray(body)) {
+      values = body
+    } else {
+      throw new ValidationError('body must be a JSON array of sessions, or NDJSON with Content-Type application/x-ndjson')
+    }
+    if (values.length + parseErrors.length > MAX_BATCH) throw new PayloadTooLargeError(`at most ${MAX_BATCH} sessions per request`)
+    const { sessions, errors } = checkBatch(values, Date.now())
+    const all = [...parseErrors, ...errors.map((e) => ({ index: indexOf(e.index), reason: e.reason }))].sort((a, b) => a.index - b.index)
+    if (all.length > 0) {
+      const text = `${all.length} invalid session${all.length === 1 ? '' : 's'}; nothing was stored (first: #${all[0]!.index}: ${all[0]!.reason})`
+      return reply.code(400).send({
+        success: false, code: 'INVALID_REQUEST', error: text, message: text, requestId: String(request.id),
+        errors: all.slice(0, REPORTED_ERRORS),
+      })
+    }
+    return ingestSessions(service.db, hashClient, sessions)
+  })
+}

@@ -1,0 +1,182 @@
+/**
+ * Bulk loading for `kns stats import`: the raw sessions first, in batches, marking the first
+ * week whose rollups must be recomputed (stats_meta.rebuild_from); then the rollups of every
+ * week from that one on, recomputed from the raw sessions one week per transaction.
+ *
+ * Per session this is one insert and one read back, instead of the per-client history reads
+ * and writes of every API batch, and file order does not matter. Each step is a transaction
+ * that leaves the statistics consistent for every week before rebuild_from, so an interrupted
+ * import resumes where it stopped (the next import, or the same one run again, finishes it).
+ * API ingestion can go on meanwhile: weeks not yet recomputed are recomputed with its sessions.
+ */
+import type { Database, Executor } from '../db/engine.ts'
+import { insertRows } from './bulk.ts'
+import { bumpVersion, insertNewSessions, lockStats, sessionRows } from './ingest.ts'
+import { FIRST_EVER, forEachPoint, hourOf, hoursOfWeek, parsePointKey, pointKey, weeksOfHours, type PointCounts } from './presence.ts'
+import type { Network } from './schemas.ts'
+import { bucketStart, HOUR, WEEK, WIDTHS } from './time.ts'
+import type { Session } from './validate-session.ts'
+
+/** Stores the sessions not stored yet, and marks their weeks for recomputation. Returns how many were new. */
+export async function insertRawSessions(db: Database, hashClient: (clientId: string) => string, sessions: readonly Session[]): Promise<number> {
+  const rows = sessionRows(hashClient, sessions)
+  if (rows.length === 0) return 0
+  return db.transaction(async (tx) => {
+    await lockStats(db, tx)
+    const fresh = await insertNewSessions(db.engine, tx, rows)
+    let first = Infinity
+    let inserted = 0
+    rows.forEach((row, i) => {
+      if (!fresh[i]) return
+      inserted++
+      first = Math.min(first, row[0] as number)
+    })
+    if (inserted > 0) {
+      const week = bucketStart(first, WEEK)
+      await tx.run('UPDATE stats_meta SET rebuild_from = CASE WHEN rebuild_from IS NULL OR rebuild_from > $1 THEN $1 ELSE rebuild_from END WHERE id = 1', [week])
+    }
+    return inserted
+  })
+}
+
+interface RawRow { network: Network; client_hash: string; start_ms: number; bytes: number }
+interface WeekRow { client_hash: string; week_ms: number; d0: number; d1: number; d2: number; d3: number; d4: number; d5: number; d6: number }
+
+const masksOf = (row: WeekRow) => [row.d0, row.d1, row.d2, row.d3, row.d4, row.d5, row.d6].map(Number)
+
+/** Each client's last active hour before `week` (absent: never active before it). */
+async function lastHoursBefore(ex: Executor, engine: Database['engine'], network: Network, clients: string[], week: number): Promise<Map<string, number>> {
+  const last = new Map<string, number>()
+  const take = (row: WeekRow) => last.set(row.client_hash, hoursOfWeek(Number(row.week_ms), masksOf(row)).at(-1)!)
+  const columns = 'client_hash, week_ms, d0, d1, d2, d3, d4, d5, d6'
+  if (engine === 'sqlite') {
+    for (const client of clients) {
+      const row = await ex.get<WeekRow>(`SELECT ${columns} FROM stats_client_weeks WHERE network = $1 AND client_hash = $2 AND week_ms < $3
+        ORDER BY week_ms DESC LIMIT 1`, [network, client, week])
+      if (row !== undefined) take(row)
+    }
+    return last
+  }
+  for (let offset = 0; offset < clients.length; offset += 1000) {
+    const chunk = clients.slice(offset, offset + 1000)
+    const values = chunk.map((_, i) => `(CAST($${i + 3} AS TEXT))`).join(', ')
+    const rows = await ex.all<WeekRow>(`WITH c (h) AS (VALUES ${values})
+      SELECT x.* FROM c CROSS JOIN LATERAL (SELECT ${columns} FROM stats_client_weeks z
+        WHERE z.network = $1 AND z.client_hash = c.h AND z.week_ms < $2 ORDER BY z.week_ms DESC LIMIT 1) x`, [network, week, ...chunk])
+    for (const row of rows) take(row)
+  }
+  return last
+}
+
+interface Sums { sessions: number; bytes: number; clients: number; newClients: number }
+
+/** Recomputes every rollup of one week from the raw sessions. Returns how many clients were new to the service. */
+async function rebuildWeek(ex: Executor, engine: Database['engine'], week: number, lastHours: Map<string, number>): Promise<number> {
+  const end = week + WEEK
+  const raw = await ex.all<RawRow>('SELECT network, client_hash, start_ms, bytes_up + bytes_down AS bytes FROM stats_sessions WHERE start_ms >= $1 AND start_ms < $2', [week, end])
+  // Per network: sums per hour first (cheap numeric keys), rolled up to days and the week below.
+  const hourSums = new Map<Network, Map<number, Sums>>()
+  const hours = new Map<Network, Map<string, Set<number>>>()
+  for (const r of raw) {
+    const hour = hourOf(Number(r.start_ms))
+    let sums = hourSums.get(r.network)
+    if (sums === undefined) hourSums.set(r.network, sums = new Map())
+    let s = sums.get(hour)
+    if (s === undefined) sums.set(hour, s = { sessions: 0, bytes: 0, clients: 0, newClients: 0 })
+    s.sessions += 1
+    s.bytes += Number(r.bytes)
+    let clients = hours.get(r.network)
+    if (clients === undefined) hours.set(r.network, clients = new Map())
+    let set = clients.get(r.client_hash)
+    if (set === undefined) clients.set(r.client_hash, set = new Set())
+    set.add(hour)
+  }
+
+  const bucketRows: unknown[][] = []
+  const pointRows: unknown[][] = []
+  const weekRows: unknown[][] = []
+  for (const network of ['gateway', 'wifi'] as const) {
+    const clients = hours.get(network) ?? new Map<string, Set<number>>()
+    const buckets = new Map<number, Map<number, Sums>>(WIDTHS.map((w) => [w, new Map()]))
+    const bucket = (width: number, start: number) => {
+      const byStart = buckets.get(width)!
+      let b = byStart.get(start)
+      if (b === undefined) byStart.set(start, b = { sessions: 0, bytes: 0, clients: 0, newClients: 0 })
+      return b
+    }
+    for (const [hour, s] of hourSums.get(network) ?? []) {
+      for (const width of WIDTHS) {
+        const b = bucket(width, bucketStart(hour * HOUR, width))
+        b.sessions += s.sessions
+        b.bytes += s.bytes
+      }
+    }
+    const unknown = [...clients.keys()].filter((c) => !lastHours.has(`${network}|${c}`))
+    const found = await lastHoursBefore(ex, engine, network, unknown, week)
+    const points: PointCounts = new Map()
+    for (const [client, set] of clients) {
+      const key = `${network}|${client}`
+      const prev = lastHours.get(key) ?? found.get(client) ?? null
+      const sorted = [...set].sort((a, b) => a - b)
+      forEachPoint(prev, sorted, (p) => {
+        const b = bucket(p.width, p.bucket)
+        b.clients += 1
+        if (p.prev === FIRST_EVER) b.newClients += 1
+        const k = pointKey(p)
+        points.set(k, (points.get(k) ?? 0) + 1)
+      })
+      for (const [w, masks] of weeksOfHours(sorted)) weekRows.push([network, client, w, ...masks])
+      lastHours.set(key, sorted.at(-1)!)
+    }
+    for (const [width, byStart] of buckets) {
+      for (const [start, b] of byStart) bucketRows.push([network, width, start, b.sessions, b.bytes, b.clients, b.newClients])
+      await ex.run('DELETE FROM stats_buckets WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
+      await ex.run('DELETE FROM stats_bucket_clients WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
+    }
+    for (const [k, n] of points) {
+      const p = parsePointKey(k)
+      pointRows.push([network, p.width, p.bucket, p.prev, n])
+    }
+  }
+
+  await insertRows(ex, engine, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows)
+  await insertRows(ex, engine, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
+  await insertRows(ex, engine, 'stats_client_weeks', ['network', 'client_hash', 'week_ms', 'd0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6'], weekRows,
+    `ON CONFLICT (network, client_hash, week_ms) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
+     d3 = excluded.d3, d4 = excluded.d4, d5 = excluded.d5, d6 = excluded.d6`)
+  const everyClient = new Set(raw.map((r) => r.client_hash))
+  const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...everyClient].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
+  return changed
+}
+
+/**
+ * Recomputes the rollups of every week from stats_meta.rebuild_from on, one transaction per
+ * week, advancing the mark with each. `onWeek` reports progress (weeks done, weeks to do).
+ */
+export async function rebuildPending(db: Database, onWeek: (done: number, total: number) => void = () => {}): Promise<number> {
+  // Each client's last active hour, carried from week to week (bounded by the number of clients).
+  const lastHours = new Map<string, number>()
+  let expected: number | null = null
+  let done = 0
+  for (;;) {
+    const step = await db.transaction(async (tx) => {
+      await lockStats(db, tx)
+      const meta = await tx.get<{ rebuild_from: number | null; last: number | null }>(
+        'SELECT rebuild_from, (SELECT MAX(start_ms) FROM stats_sessions) AS last FROM stats_meta WHERE id = 1')
+      if (meta?.rebuild_from === null || meta?.rebuild_from === undefined) return null
+      const week = Number(meta.rebuild_from)
+      // Another import marked an earlier week meanwhile: what was carried is ahead of it.
+      if (expected !== null && week !== expected) lastHours.clear()
+      const last = Number(meta.last ?? week)
+      const newClients = await rebuildWeek(tx, db.engine, week, lastHours)
+      const next = week + WEEK
+      await tx.run('UPDATE stats_meta SET rebuild_from = $1 WHERE id = 1', [next > last ? null : next])
+      await bumpVersion(tx, newClients)
+      return { week, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
+    })
+    if (step === null) return done
+    expected = step.week + WEEK
+    done++
+    onWeek(done, done + step.remaining)
+  }
+}

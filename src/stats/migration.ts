@@ -1,0 +1,94 @@
+/**
+ * Schema of the public statistics (migration 3). Raw sessions are kept for idempotency and
+ * for recomputation; every public answer comes from the rollup tables below them, which
+ * ingestion maintains in the same transaction as the raw rows (see rollups.ts).
+ *
+ * Widths are bucket lengths in milliseconds (3600000 hour, 86400000 day, 604800000 week);
+ * buckets are aligned to UTC (weeks start on Monday 00:00 UTC).
+ */
+export const STATS_MIGRATION: string[] = [
+  `CREATE TABLE stats_gateways (
+    uid TEXT PRIMARY KEY,
+    location TEXT NOT NULL,
+    lat DOUBLE PRECISION NOT NULL,
+    lon DOUBLE PRECISION NOT NULL,
+    status TEXT NOT NULL,
+    spectrum TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`,
+  `CREATE TABLE stats_wifi_nodes (
+    uid TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    model TEXT NOT NULL,
+    wifi_level TEXT NOT NULL,
+    lat DOUBLE PRECISION NOT NULL,
+    lon DOUBLE PRECISION NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`,
+  // Keyed by time first so that inserts append to the index (a random-keyed index on
+  // session_id alone made bulk ingestion 3x slower; see README). A session never changes
+  // its start, so (start, sessionId) still identifies a re-sent session.
+  `CREATE TABLE stats_sessions (
+    start_ms BIGINT NOT NULL,
+    session_id TEXT NOT NULL,
+    network TEXT NOT NULL,
+    node_uid TEXT NOT NULL,
+    client_hash TEXT NOT NULL,
+    end_ms BIGINT NOT NULL,
+    bytes_up BIGINT NOT NULL,
+    bytes_down BIGINT NOT NULL,
+    PRIMARY KEY (start_ms, session_id)
+  )`,
+  // Per network, width and bucket: sessions that started in it, their bytes, the distinct
+  // clients active in it and how many of those were seen for the first time.
+  `CREATE TABLE stats_buckets (
+    network TEXT NOT NULL,
+    width BIGINT NOT NULL,
+    bucket_ms BIGINT NOT NULL,
+    sessions BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    clients BIGINT NOT NULL,
+    new_clients BIGINT NOT NULL,
+    PRIMARY KEY (network, width, bucket_ms)
+  )`,
+  // Clients active in a bucket, by the bucket of their previous activity (prev_ms; -1 = never
+  // before, -2 = longer ago than any period of this width can reach). Distinct clients over
+  // buckets [A, B) = the rows in [A, B) whose prev_ms < A: each client is counted once, at
+  // its first active bucket in the period.
+  `CREATE TABLE stats_bucket_clients (
+    network TEXT NOT NULL,
+    width BIGINT NOT NULL,
+    bucket_ms BIGINT NOT NULL,
+    prev_ms BIGINT NOT NULL,
+    clients BIGINT NOT NULL,
+    PRIMARY KEY (network, width, bucket_ms, prev_ms)
+  )`,
+  // Each client's activity per network and UTC week: d0..d6 are 24-bit masks of the hours
+  // (Monday first) in which it started a session. Late or out-of-order sessions are
+  // folded in exactly by recomputing the affected client's buckets from these masks.
+  `CREATE TABLE stats_client_weeks (
+    network TEXT NOT NULL,
+    client_hash TEXT NOT NULL,
+    week_ms BIGINT NOT NULL,
+    d0 INTEGER NOT NULL, d1 INTEGER NOT NULL, d2 INTEGER NOT NULL, d3 INTEGER NOT NULL,
+    d4 INTEGER NOT NULL, d5 INTEGER NOT NULL, d6 INTEGER NOT NULL,
+    PRIMARY KEY (network, client_hash, week_ms)
+  )`,
+  // Every client ever seen on either network: the global distinct count.
+  `CREATE TABLE stats_clients (
+    client_hash TEXT PRIMARY KEY
+  )`,
+  // One row: a version bumped by every change to the statistics (ETags, result cache), the
+  // number of rows of stats_clients, and the first week whose rollups a bulk import still has
+  // to recompute from the raw sessions (null when none).
+  `CREATE TABLE stats_meta (
+    id INTEGER PRIMARY KEY,
+    version BIGINT NOT NULL,
+    all_clients BIGINT NOT NULL,
+    rebuild_from BIGINT
+  )`,
+  `INSERT INTO stats_meta (id, version, all_clients, rebuild_from) VALUES (1, 0, 0, NULL)`,
+  // Sign-up statistics read numbers by time and country: index-only.
+  `CREATE INDEX numbers_created_country ON numbers (created_at, country)`,
+]

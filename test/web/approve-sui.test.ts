@@ -1,0 +1,105 @@
+/**
+ * The approval page with LEDGER=sui (against the local Sui GraphQL stub): an `event` approval
+ * is the Move call `<KNS package>::kns::approve(token, ref)` built in the page and executed by
+ * the wallet (sui:signAndExecuteTransaction); the page then verifies the digest.
+ */
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import type { Browser } from 'playwright-core'
+import { bcs } from '@mysten/sui/bcs'
+import { Transaction } from '@mysten/sui/transactions'
+import { fromBase64, normalizeSuiAddress } from '@mysten/sui/utils'
+import { linkNumber } from '../../src/identity/numbers.ts'
+import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
+import { approvalBody, details, newKeypair, post, randomDigest, randomPhone } from '../support/kns.ts'
+import { assertClean, launchChromium, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
+import { TestWallet } from './test-wallet.ts'
+
+describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => {
+  let stub: SuiGraphqlStub
+  let server: WebServer
+  let browser: Browser
+  let key: string
+
+  before(async () => {
+    stub = await startSuiGraphqlStub()
+    server = await startWebServer({
+      LEDGER: 'sui', SUI_GRAPHQL_URL: stub.url, KNS_PACKAGE_ID: stub.knsPackageId, SUI_ID_MAP_TABLE_ID: stub.idMapTableId, LEDGER_CACHE_TTL_S: '0',
+    })
+    key = await server.h.key({ vendor: 'Sui Bank' })
+    browser = await launchChromium()
+  })
+  after(async () => {
+    await browser?.close()
+    await server?.close()
+    await stub?.close()
+  })
+
+  test('event: the wallet executes kns::approve(token, ref); the page verifies the digest and redirects', async () => {
+    const owner = newKeypair()
+    const tokenId = normalizeSuiAddress(`0x${randomBytes(32).toString('hex')}`)
+    stub.world.addToken(tokenId, owner.toSuiAddress())
+    const phone = randomPhone()
+    await linkNumber(server.h.service.db, phone, tokenId, 'linked')
+    const res = await post(server.h, '/numsys/approval-object-id', approvalBody({ objectId: tokenId }, { method: 'event' }), { 'x-api-key': key })
+    assert.equal(res.statusCode, 200, res.body)
+    const { approvalUrl, approvalNumber } = res.json() as { approvalUrl: string; approvalNumber: string }
+
+    const wallet = new TestWallet({ keypair: owner })
+    const seen: { chain: string; sender: string }[] = []
+    wallet.execute = async (json, sender, chain) => {
+      seen.push({ chain, sender })
+      const data = Transaction.from(json).getData()
+      assert.equal(data.sender, owner.toSuiAddress())
+      assert.equal(data.commands.length, 1)
+      const call = data.commands[0]!.MoveCall!
+      assert.deepEqual([normalizeSuiAddress(call.package), call.module, call.function], [stub.knsPackageId, 'kns', 'approve'])
+      const [tokenArg, refArg] = call.arguments.map((arg) => data.inputs[(arg as { Input: number }).Input]!)
+      assert.equal(normalizeSuiAddress(tokenArg!.UnresolvedObject!.objectId), tokenId)
+      assert.equal(bcs.string().parse(fromBase64(refArg!.Pure!.bytes)), approvalNumber)
+      // As on Sui, the digest reaches the indexer a little after the wallet returns it: the page retries.
+      const digest = randomDigest()
+      setTimeout(() => stub.world.addTransaction({
+        digest, sender, success: true, timestampMs: Date.now(),
+        events: [{ type: `${stub.knsPackageId}::kns::ApprovalEvent`, sender, json: { object_id: tokenId, ref: approvalNumber } }],
+      }), 1500)
+      return digest
+    }
+
+    const { context, page, watch } = await openPage(browser, { wallets: [wallet] })
+    const posts: string[] = []
+    page.on('request', (r) => { if (r.method() === 'POST') posts.push(new URL(r.url()).pathname) })
+    await page.goto(approvalUrl)
+    await page.locator('#request').waitFor()
+    assert.match((await page.locator('[data-field="method"]').textContent())!, /Sui transaction/)
+    await screenshot(page, 'approve-sui-pending')
+    await page.getByRole('button', { name: 'Approve' }).click()
+    await page.waitForURL('https://vendor.example/approved', { timeout: 20_000 })
+
+    assert.deepEqual(seen, [{ chain: 'sui:testnet', sender: owner.toSuiAddress() }])
+    assert.ok(posts.length >= 2 && posts.every((p) => p === '/numsys/verify_transaction'), posts.join(', '))
+    assert.deepEqual(wallet.signed, [], 'no personal message on Sui')
+    const d = await details(server.h, approvalNumber)
+    assert.equal(d.approved, true)
+    assert.equal(d.wallet, owner.toSuiAddress())
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('a wallet without sui:signAndExecuteTransaction is not offered for an event approval', async () => {
+    const owner = newKeypair()
+    const tokenId = normalizeSuiAddress(`0x${randomBytes(32).toString('hex')}`)
+    stub.world.addToken(tokenId, owner.toSuiAddress())
+    const res = await post(server.h, '/numsys/approval-object-id', approvalBody({ objectId: tokenId }, { method: 'event' }), { 'x-api-key': key })
+    const { approvalUrl } = res.json() as { approvalUrl: string }
+    const wallet = new TestWallet({ keypair: owner, features: ['standard:connect', 'sui:signPersonalMessage'] })
+    const { context, page, watch } = await openPage(browser, { wallets: [wallet] })
+    await page.goto(approvalUrl)
+    await page.getByRole('button', { name: 'Approve' }).click()
+    await page.getByRole('alert').getByText('KNS Test Wallet cannot execute Sui transactions, which this request needs.', { exact: false }).waitFor()
+    assert.deepEqual(wallet.signed, [])
+    await assertClean(watch)
+    await context.close()
+  })
+})

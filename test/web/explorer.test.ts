@@ -1,0 +1,252 @@
+/**
+ * The public network explorer (GET /) in headless Chromium, against a real server seeded with
+ * the demo network of `kns seed --demo` (small: 3000 sessions over 30 days), and against an
+ * empty database. Screenshots go to test-results/web/.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import type { Browser, Page, Request } from 'playwright-core'
+import { seedCommand } from '../../src/cli/stats-commands.ts'
+import { assertClean, horizontalOverflow, launchChromium, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
+
+const CHARTS = ['gateway-data', 'gateway-clients', 'gateway-sessions', 'wifi-data', 'wifi-clients', 'wifi-sessions']
+const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+const dec = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+const DAY = 86_400_000
+
+async function api<T>(server: WebServer, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${server.url}/api/v1/${path}`, body === undefined ? {} : {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  })
+  assert.equal(res.status, 200, path)
+  return await res.json() as T
+}
+
+interface RangeStats { periodUsage: { currentSessions: number; currentClients: number; currentUsageMB: number; sessions: number[][]; gatewayNodes: { uid: string }[] } }
+
+async function seed(server: WebServer): Promise<void> {
+  const values = { demo: true, sessions: '3000', days: '30', numbers: '300', seed: '7' }
+  await seedCommand(server.h.service, { values, positionals: [] } as unknown as Parameters<typeof seedCommand>[1],
+    { json: true, result: () => {}, note: () => {} })
+}
+
+/** Waits until the period's answers are drawn (main not busy) and the map is there. */
+async function settled(page: Page): Promise<void> {
+  await page.locator('main[aria-busy="false"]').waitFor()
+  await page.locator('#map svg .land').waitFor()
+  await page.locator('#fig-ns:not(.loading)').waitFor()
+}
+
+const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim()
+
+describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
+  let server: WebServer
+  let browser: Browser
+
+  before(async () => {
+    server = await startWebServer({ PUBLIC_RATE_LIMIT: '0' })
+    await seed(server)
+    browser = await launchChromium()
+  })
+  after(async () => {
+    await browser?.close()
+    await server?.close()
+  })
+
+  test('seeded: figures equal the API, charts, map and tables are drawn', async (t) => {
+    const { context, page, watch } = await openPage(browser)
+    const response = await page.goto(`${server.url}/`)
+    const csp = response!.headers()['content-security-policy']!
+    assert.match(csp, /script-src 'self'/)
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/)
+    await settled(page)
+    const nav = await page.evaluate(() => Math.round((globalThis as any).performance.getEntriesByType('navigation')[0].duration))
+    t.diagnostic(`page loaded in ${nav} ms`)
+
+    const global = await api<{ totalUniqueClients: number; totalGB: number; totalSessions: number }>(server, 'UsageGraph/global-public-stats')
+    assert.ok(global.totalSessions > 2000, 'seeded')
+    const now = Date.now()
+    const ns = await api<{ totalNS: number; totalPerCountry: Record<string, number> }>(server, 'UsageGraph/global-public-ns-stats',
+      { start: new Date(now - DAY).toISOString(), end: new Date(now).toISOString() })
+    assert.equal(ns.totalNS, 300)
+    assert.equal(await text(page, '#fig-clients'), int.format(global.totalUniqueClients))
+    assert.equal(await text(page, '#fig-gb'), dec.format(global.totalGB))
+    assert.equal(await text(page, '#fig-sessions'), int.format(global.totalSessions))
+    assert.equal(await text(page, '#fig-ns'), int.format(ns.totalNS))
+    assert.equal(await page.locator('#empty').isVisible(), false)
+
+    // Every chart draws a line with one point per bucket (30 days, daily: 30 or 31 buckets).
+    for (const id of CHARTS) {
+      const d = await page.locator(`#chart-${id} svg path.line`).getAttribute('d')
+      assert.ok(d !== null && (d.match(/[ML]/g) ?? []).length >= 30, `chart ${id}: ${d?.slice(0, 80)}`)
+    }
+    assert.ok(await page.locator('#chart-ns svg rect.bar').count() > 0, 'sign-up bars')
+
+    // The map: the land outline and one marker per node.
+    const gateways = (await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats',
+      { start: new Date(now - DAY).toISOString(), end: new Date(now).toISOString() })).periodUsage.gatewayNodes
+    const wifi = await api<{ uid: string }[]>(server, 'Wifi/wifi-nodes', {})
+    assert.ok(gateways.length >= 8 && wifi.length >= 8)
+    assert.ok(((await page.locator('#map svg path.land').getAttribute('d')) ?? '').length > 5000, 'land outline')
+    assert.equal(await page.locator('#map circle.marker.gateway').count(), gateways.length)
+    assert.equal(await page.locator('#map rect.marker.wifi').count(), wifi.length)
+    assert.ok(await page.locator('#map .marker.status-online').count() > 0)
+
+    // The node table: every node, by uid.
+    const uids = await page.locator('#node-table tbody tr').evaluateAll((rows) => rows.map((r) => (r as any).dataset.uid as string))
+    assert.deepEqual(uids.sort(), [...gateways.map((g) => g.uid), ...wifi.map((w) => w.uid)].sort())
+    await page.locator('#node-filter').selectOption('wifi')
+    assert.equal(await page.locator('#node-table tbody tr').count(), wifi.length)
+    await page.locator('#node-filter').selectOption('all')
+
+    // Sign-ups per country: a row per country, totals as the API's.
+    const countries = Object.entries(ns.totalPerCountry)
+    assert.equal(await page.locator('#country-table tbody tr').count(), countries.length)
+    for (const [code, total] of countries) {
+      assert.equal(await text(page, `#country-table tr[data-country="${code}"] td:last-child`), int.format(total), code)
+    }
+    assert.equal(await text(page, '[data-total="ns-total"]'), int.format(ns.totalNS))
+
+    // Details on hover.
+    const marker = page.locator('#map circle.marker.gateway').first()
+    const uid = await marker.getAttribute('data-uid')
+    await marker.hover({ force: true })
+    await page.locator('#map-tip').waitFor()
+    assert.match(await text(page, '#map-tip'), new RegExp(`Gateway · ${uid}`))
+    await screenshot(page, 'explorer-seeded')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('changing the period refetches and redraws; the totals are the API\'s for that period', async () => {
+    const { context, page, watch } = await openPage(browser)
+    await page.goto(`${server.url}/`)
+    await settled(page)
+    const before = await page.locator('#chart-gateway-sessions svg path.line').getAttribute('d')
+
+    const posted: Request[] = []
+    page.on('request', (r) => { if (r.method() === 'POST' && r.url().includes('/api/v1/UsageGraph/')) posted.push(r) })
+
+    for (const [preset, minPoints, maxPoints] of [['7d', 7, 8], ['24h', 24, 26], ['1y', 2, 60]] as const) {
+      posted.length = 0
+      const answered = page.waitForResponse((r) => r.url().endsWith('/global-public-wifi-stats'))
+      await page.getByRole('button', { name: preset.replace(/(\d)([a-z])/, '$1 $2') }).click()
+      await answered
+      await page.locator('main[aria-busy="false"]').waitFor()
+      assert.equal(await page.getByRole('button', { name: preset.replace(/(\d)([a-z])/, '$1 $2') }).getAttribute('aria-pressed'), 'true')
+      const paths = posted.map((r) => new URL(r.url()).pathname).sort()
+      assert.deepEqual(paths, ['/api/v1/UsageGraph/global-public-gateway-stats', '/api/v1/UsageGraph/global-public-ns-stats', '/api/v1/UsageGraph/global-public-wifi-stats'])
+      const body = JSON.parse(posted.find((r) => r.url().endsWith('gateway-stats'))!.postData()!) as { start: string; end: string }
+      const length = Date.parse(body.end) - Date.parse(body.start)
+      assert.ok(Math.abs(length - { '7d': 7, '24h': 1, '1y': 365 }[preset] * DAY) < 60_000, `${preset}: ${length}`)
+      const expected = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
+      assert.equal(await text(page, '[data-total="gateway-sessions"]'), int.format(expected.periodUsage.currentSessions))
+      assert.equal(await text(page, '[data-total="gateway-clients"]'), int.format(expected.periodUsage.currentClients))
+      assert.equal(await text(page, '[data-total="gateway-mb"]'), `${dec.format(expected.periodUsage.currentUsageMB)} MB`)
+      const d = await page.locator('#chart-gateway-sessions svg path.line').getAttribute('d')
+      const points = (d?.match(/[ML]/g) ?? []).length
+      assert.equal(points, expected.periodUsage.sessions.length)
+      assert.ok(points >= minPoints && points <= maxPoints, `${preset}: ${points} points`)
+      assert.notEqual(d, before, `${preset} redrew`)
+      await screenshot(page, `explorer-period-${preset}`)
+    }
+
+    // Custom: both days included, in UTC.
+    posted.length = 0
+    await page.getByRole('button', { name: 'Custom' }).click()
+    const from = new Date(Date.now() - 10 * DAY).toISOString().slice(0, 10)
+    const to = new Date(Date.now() - 3 * DAY).toISOString().slice(0, 10)
+    await page.locator('#custom-start').fill(from)
+    await page.locator('#custom-end').fill(to)
+    const answered = page.waitForResponse((r) => r.url().endsWith('/global-public-wifi-stats'))
+    await page.getByRole('button', { name: 'Show' }).click()
+    await answered
+    await page.locator('main[aria-busy="false"]').waitFor()
+    const body = JSON.parse(posted.find((r) => r.url().endsWith('gateway-stats'))!.postData()!) as { start: string; end: string }
+    assert.equal(body.start, `${from}T00:00:00.000Z`)
+    assert.equal(body.end, new Date(Date.parse(`${to}T00:00:00Z`) + DAY).toISOString())
+    assert.equal((((await page.locator('#chart-gateway-sessions svg path.line').getAttribute('d')) ?? '').match(/[ML]/g) ?? []).length, 8)
+    // A start after the end is refused in the page, without a request.
+    posted.length = 0
+    await page.locator('#custom-start').fill(to)
+    await page.locator('#custom-end').fill(from)
+    await page.getByRole('button', { name: 'Show' }).click()
+    assert.match(await text(page, '#custom-error'), /start must be on or before/)
+    assert.equal(posted.length, 0)
+    await screenshot(page, 'explorer-custom')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('first render: figures, charts and map on screen well under 1 s after navigation start', async (t) => {
+    // A plain context: openPage's request interception would slow every request down.
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    const times: number[] = []
+    for (let i = 0; i < 3; i++) {
+      await page.goto(`${server.url}/`)
+      await settled(page)
+      // The last of the API answers and the map chunk: the page draws right after each.
+      times.push(await page.evaluate(() => Math.round(Math.max(...(globalThis as any).performance.getEntriesByType('resource')
+        .filter((e: any) => e.name.includes('/api/v1/') || e.name.includes('/assets/map-')).map((e: any) => e.responseEnd)))))
+    }
+    t.diagnostic(`last API answer / map chunk at ${times.join(', ')} ms after navigation start (cold, warm, warm)`)
+    assert.ok(Math.min(...times) < 1000, times.join(', '))
+    await context.close()
+  })
+
+  test('375 px: no horizontal scroll, map tap shows details', async () => {
+    const { context, page, watch } = await openPage(browser, { viewport: { width: 375, height: 740 } })
+    await page.goto(`${server.url}/`)
+    await settled(page)
+    assert.equal(await horizontalOverflow(page), 0)
+    const marker = page.locator('#map rect.marker.wifi').first()
+    await marker.click({ force: true })
+    await page.locator('#map-tip').waitFor()
+    assert.match(await text(page, '#map-tip'), /WiFi node · wifi-/)
+    assert.equal(await horizontalOverflow(page), 0)
+    await screenshot(page, 'explorer-375')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('empty database: the empty state, zeros, and an outline without markers', async () => {
+    const empty = await startWebServer({ PUBLIC_RATE_LIMIT: '0' })
+    try {
+      const { context, page, watch } = await openPage(browser)
+      await page.goto(`${empty.url}/`)
+      await settled(page)
+      await page.locator('#empty').waitFor()
+      assert.equal(await text(page, '#fig-sessions'), '0')
+      assert.equal(await text(page, '#fig-ns'), '0')
+      assert.equal(await text(page, '#fig-gb'), '0.00')
+      for (const id of CHARTS) assert.equal(await text(page, `#chart-${id} .chart-empty`), 'No data in this period')
+      assert.equal(await text(page, '#chart-ns .chart-empty'), 'No sign-ups in this period')
+      assert.equal(await page.locator('#map .marker').count(), 0)
+      assert.equal(await text(page, '#node-table tbody'), 'No nodes yet')
+      assert.equal(await horizontalOverflow(page), 0)
+      await screenshot(page, 'explorer-empty')
+      await assertClean(watch)
+      await context.close()
+    } finally {
+      await empty.close()
+    }
+  })
+
+  test('loading: the skeleton holds the space while the API answers', async () => {
+    const { context, page, watch } = await openPage(browser)
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => { release = resolve })
+    await page.route('**/api/v1/UsageGraph/**', async (route) => { await gate; await route.continue() })
+    await page.goto(`${server.url}/`)
+    assert.equal(await page.locator('main').getAttribute('aria-busy'), 'true')
+    assert.equal(await page.locator('#fig-clients.loading').count(), 1)
+    assert.equal(await page.locator('.chart-box.loading').count(), 7)
+    await screenshot(page, 'explorer-loading')
+    release()
+    await settled(page)
+    assert.equal(await page.locator('.chart-box.loading').count(), 0)
+    await assertClean(watch)
+    await context.close()
+  })
+})

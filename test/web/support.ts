@@ -1,0 +1,116 @@
+/**
+ * Browser tests: real headless Chromium (Debian's /usr/bin/chromium through playwright-core)
+ * against a real server listening on 127.0.0.1, on the test's own database.
+ */
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { startHarness, type Harness } from '../helpers.ts'
+import { freePort, ROOT } from '../support/process.ts'
+import { DIST_DIR, PAGES } from '../../src/http/routes/pages.ts'
+import { TestWallet } from './test-wallet.ts'
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+
+/** `skip` option for the browser suites: a reason when Chromium (or the built pages) are missing. */
+export const SKIP: string | false = !existsSync(CHROMIUM)
+  ? `headless Chromium not found at ${CHROMIUM}: apt-get install chromium (.ci/run installs it)`
+  : !PAGES.every((page) => existsSync(join(DIST_DIR, page.file)))
+    ? 'the web pages are not built: npm run build:web (npm test builds them first)'
+    : false
+
+export const RESULTS_DIR = join(ROOT, 'test-results', 'web')
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  })
+}
+
+export interface WebServer {
+  h: Harness
+  /** http://127.0.0.1:<port>, also the PUBLIC_BASE_URL, so approvalUrl points at this server. */
+  url: string
+  close(): Promise<void>
+}
+
+export async function startWebServer(extraEnv: Record<string, string> = {}): Promise<WebServer> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const h = await startHarness({ PORT: String(port), PUBLIC_BASE_URL: url, ...extraEnv })
+  await h.app.listen({ host: '127.0.0.1', port })
+  return { h, url, close: () => h.close() }
+}
+
+/** Problems a page reported: CSP violations, uncaught errors, console errors. */
+export interface PageWatch {
+  cspViolations(): Promise<string[]>
+  errors: string[]
+}
+
+/**
+ * A fresh browser context and page at `viewport`, with the vendor's redirect targets
+ * (https://vendor.example/*) answered locally, and the given wallets registered.
+ */
+export async function openPage(browser: Browser, options: { wallets?: TestWallet[]; viewport?: { width: number; height: number } } = {}):
+  Promise<{ context: BrowserContext; page: Page; watch: PageWatch }> {
+  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1024, height: 800 }, deviceScaleFactor: 1 })
+  const page = await context.newPage()
+  page.setDefaultTimeout(15_000)
+  await context.route('https://vendor.example/**', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>Vendor</title><h1>Back at the vendor</h1>' }))
+  const errors: string[] = []
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`))
+  page.on('console', (msg) => {
+    // A 404 from transaction_details is how an unknown request looks; Chromium logs every non-2xx fetch.
+    if (msg.type() === 'error' && !/Failed to load resource/.test(msg.text())) errors.push(`console: ${msg.text()}`)
+  })
+  await page.addInitScript(() => {
+    const w = globalThis as any
+    w.__cspViolations = []
+    w.addEventListener('securitypolicyviolation', (e: any) => w.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`))
+  })
+  for (const wallet of options.wallets ?? []) await wallet.install(page)
+  return {
+    context,
+    page,
+    watch: {
+      errors,
+      cspViolations: () => page.evaluate(() => (globalThis as any).__cspViolations ?? []).catch(() => []),
+    },
+  }
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(RESULTS_DIR, { recursive: true })
+  await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true })
+}
+
+/** The page must have produced no CSP violation and no script error. */
+export async function assertClean(watch: PageWatch): Promise<void> {
+  assert.deepEqual(await watch.cspViolations(), [], 'CSP violations')
+  assert.deepEqual(watch.errors, [], 'page errors')
+}
+
+/** Widest content vs. viewport: > 0 means the page scrolls sideways. */
+export function horizontalOverflow(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const doc = (globalThis as any).document.documentElement
+    return doc.scrollWidth - doc.clientWidth
+  })
+}
+
+/** Cumulative layout shift so far (Layout Instability API, buffered from navigation). */
+export function layoutShift(page: Page): Promise<number> {
+  return page.evaluate(() => new Promise<number>((resolve) => {
+    let total = 0
+    const observer = new (globalThis as any).PerformanceObserver((list: any) => {
+      for (const entry of list.getEntries()) if (!entry.hadRecentInput) total += entry.value
+    })
+    observer.observe({ type: 'layout-shift', buffered: true })
+    setTimeout(() => { observer.disconnect(); resolve(total) }, 300)
+  }))
+}

@@ -1,0 +1,152 @@
+/**
+ * The approval page, GET /approve?ref=<approvalNumber>: loads transaction_details, shows the
+ * request with a live countdown, and approves through a Wallet Standard wallet or cancels.
+ */
+import '../shared/base.css'
+import './approve.css'
+import { ApiError, getJson } from '../shared/api.ts'
+import { readPageConfig } from '../shared/page-config.ts'
+import { approvalKind, cancelApproval, FlowError, runApproval, safeRedirect, type Details } from './flow.ts'
+import {
+  el, hideWalletPicker, setBusy, setProgress, showCountdown, showError, showFinal, showRequest, showWalletPicker,
+} from './view.ts'
+import { compatibleWallets, connectWallet, normalizeAddress, requiredFeatures, shortAddress, suiWallets, type Wallet } from './wallet.ts'
+
+const APPROVAL_NUMBER = /^[0-9a-f]{24}$/
+/** Codes after which the request can no longer be answered: show its new state instead. */
+const FINAL_CODES = new Set(['CANCELLED', 'EXPIRED', 'ALREADY_APPROVED'])
+
+const config = readPageConfig()
+const ref = new URLSearchParams(location.search).get('ref') ?? ''
+
+let details: Details | null = null
+/** Server clock minus device clock: the countdown follows the server, which decides expiry. */
+let clockSkew = 0
+let timer: ReturnType<typeof setInterval> | undefined
+let busy = false
+/** The wallet that connected with the owner's account, reused on retry. */
+let chosen: Wallet | null = null
+
+function remaining(): number {
+  return details === null ? 0 : Date.parse(details.expiresAt) - (Date.now() + clockSkew)
+}
+
+function tick(): void {
+  const left = remaining()
+  showCountdown(left)
+  if (left <= 0 && !busy) {
+    clearInterval(timer)
+    // Expired while open: the server refuses it from now on, so say so at once.
+    showFinal('expired', details ?? undefined)
+  }
+}
+
+async function load(): Promise<void> {
+  clearInterval(timer)
+  if (!APPROVAL_NUMBER.test(ref)) return showFinal('unknown')
+  try {
+    const { body, serverDate } = await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}`)
+    details = body
+    clockSkew = serverDate === null ? 0 : serverDate - Date.now()
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 404 || err.status === 400)) return showFinal('unknown')
+    return showFinal('unavailable', undefined, err instanceof Error ? err.message : undefined)
+  }
+  if (details.status !== 'pending') return showFinal(details.status, details)
+  showRequest(details, config)
+  tick()
+  timer = setInterval(tick, 1000)
+}
+
+function fail(err: unknown): void {
+  const message = err instanceof Error && err.message ? err.message : 'Something went wrong. Please try again.'
+  showError(message)
+  setProgress('')
+  busy = false
+  setBusy(false)
+  if (err instanceof FlowError && err.code !== undefined && FINAL_CODES.has(err.code)) void load()
+  else if (remaining() <= 0) tick()
+}
+
+/** Connects `wallet`, insists on the owner's account, then runs the approval. */
+async function approveWith(wallet: Wallet): Promise<void> {
+  if (busy || details === null) return
+  const current = details
+  busy = true
+  setBusy(true)
+  hideWalletPicker()
+  showError(null)
+  try {
+    setProgress(`Connecting to ${wallet.name}…`)
+    let accounts
+    try {
+      accounts = await connectWallet(wallet)
+    } catch (err) {
+      throw new FlowError(`${wallet.name} did not connect: ${err instanceof Error ? err.message : 'declined'}`, 'WALLET')
+    }
+    const owner = normalizeAddress(current.wallet!)
+    const account = accounts.find((a) => normalizeAddress(a.address) === owner)
+    if (account === undefined) {
+      chosen = null
+      const connected = accounts.map((a) => shortAddress(a.address)).join(', ') || 'no account'
+      throw new FlowError(
+        `This wallet does not own this phone number. You connected ${connected}, but only the owner ` +
+        `${shortAddress(owner)} can approve. Switch to that account or wallet and try again.`, 'NOT_OWNER')
+    }
+    chosen = wallet
+    await runApproval({ details: current, config, wallet, account, progress: setProgress })
+    clearInterval(timer)
+    const target = safeRedirect(current.successRedirectUrl)
+    setProgress(`Approved. Taking you back to ${current.vendorBrand}…`)
+    if (target !== null) location.assign(target)
+  } catch (err) {
+    fail(err)
+  }
+}
+
+function onApprove(): void {
+  if (busy || details === null) return
+  showError(null)
+  if (!details.wallet) {
+    showError('This phone number has no owner wallet on the ledger, so the request cannot be approved here.')
+    return
+  }
+  const kind = approvalKind(details, config)
+  const wallets = compatibleWallets(requiredFeatures(kind))
+  if (chosen !== null && wallets.includes(chosen)) return void approveWith(chosen)
+  if (wallets.length === 1) return void approveWith(wallets[0]!)
+  if (wallets.length > 1) return showWalletPicker(wallets, (w) => void approveWith(w))
+  const installed = suiWallets()
+  if (installed.length > 0) {
+    const what = kind === 'transaction' ? 'execute Sui transactions' : 'sign messages'
+    return showError(`${installed.map((w) => w.name).join(', ')} cannot ${what}, which this request needs. Use another Sui wallet.`)
+  }
+  showError(
+    'No Sui wallet was found in this browser. Open this page in your Sui wallet app\'s browser, ' +
+    'or install a Sui wallet extension, then try again.')
+}
+
+async function onCancel(): Promise<void> {
+  if (busy || details === null) return
+  const current = details
+  busy = true
+  setBusy(true)
+  hideWalletPicker()
+  showError(null)
+  setProgress('Cancelling the request…')
+  try {
+    await cancelApproval(current.approvalNumber)
+    clearInterval(timer)
+    setProgress(`Request cancelled. Taking you back to ${current.vendorBrand}…`)
+    const target = safeRedirect(current.cancelRedirectUrl)
+    if (target !== null) location.assign(target)
+    else showFinal('cancelled', { ...current, status: 'cancelled' })
+  } catch (err) {
+    fail(err)
+  }
+}
+
+el('approve').addEventListener('click', onApprove)
+el('cancel').addEventListener('click', () => void onCancel())
+el('retry-load').addEventListener('click', () => void load())
+void load()

@@ -1,0 +1,277 @@
+/**
+ * The public network explorer (GET /): all-time figures, a period driving the gateway, WiFi and
+ * sign-up charts, a world map and a table of the nodes. Everything from the public statistics
+ * endpoints (README "Public statistics"); all text is set with textContent.
+ */
+import '../shared/base.css'
+import './explorer.css'
+import { ApiError, getJson, postJson } from '../shared/api.ts'
+import { areaChart, stackedBars } from './charts.ts'
+import { bucketLabel, countryName, customPeriod, formatDecimal, formatInt, presetPeriod, type Period, type Preset } from './format.ts'
+import { toMapNodes, type GatewayNodeJson, type MapNode, type WifiNodeJson } from './nodes.ts'
+
+interface GlobalStats { totalUniqueClients: number; totalGB: number; totalSessions: number }
+interface RangeStats {
+  totalCumulativeUniqueClients: number
+  totalCumulativeGB: number
+  totalCumulativeSessions: number
+  periodUsage: {
+    currentUsageMB: number
+    currentClients: number
+    currentSessions: number
+    dataUsageMB: number[][]
+    clients: number[][]
+    sessions: number[][]
+    gatewayNodes: GatewayNodeJson[]
+  }
+}
+interface NsStats {
+  totalNS: number
+  totalPerCountry: Record<string, number>
+  periodUsage: { ns: number; ts: number[]; perCountry: Record<string, number[]> }
+}
+
+const API = '/api/v1'
+const TABLE_PAGE = 100
+/** Countries drawn separately in the sign-up chart; the rest are stacked as "Other". */
+const TOP_COUNTRIES = 6
+
+/** The map (d3-geo and the world outline) is its own chunk, fetched while the statistics load. */
+const mapModule = import('./map.ts')
+mapModule.catch(() => {}) // a failure is reported where it is awaited (renderMap)
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string): T => document.getElementById(id) as T
+const main = $('main')
+
+const state = {
+  preset: '30d' as Preset | 'custom',
+  period: presetPeriod('30d', Date.now()),
+  /** Increases with every period load: answers of an older one are dropped. */
+  generation: 0,
+  wifiNodes: null as WifiNodeJson[] | null,
+  nodes: [] as MapNode[],
+  tableShown: TABLE_PAGE,
+  global: null as GlobalStats | null,
+  totalNS: null as number | null,
+}
+
+function setFigure(id: string, text: string, value: number): void {
+  const el = $(id)
+  el.textContent = text
+  el.dataset['value'] = String(value)
+  el.classList.remove('loading')
+}
+
+function showError(err: unknown): void {
+  $('error-text').textContent = err instanceof ApiError ? err.message : 'Something went wrong while loading the statistics.'
+  $('error').hidden = false
+}
+
+function updateEmpty(): void {
+  const g = state.global
+  const empty = g !== null && state.totalNS !== null && state.wifiNodes !== null &&
+    g.totalSessions === 0 && state.totalNS === 0 && state.nodes.length === 0
+  $('empty').hidden = !empty
+  main.classList.toggle('is-empty', empty)
+}
+
+/** All-time figures: global-public-stats and the sign-up total (totalNS of a period ending now). */
+async function loadFigures(): Promise<void> {
+  const now = Date.now()
+  const [global, ns] = await Promise.all([
+    getJson<GlobalStats>(`${API}/UsageGraph/global-public-stats`),
+    postJson<NsStats>(`${API}/UsageGraph/global-public-ns-stats`, presetPeriod('24h', now)),
+  ])
+  state.global = global.body
+  state.totalNS = ns.body.totalNS
+  setFigure('fig-clients', formatInt(global.body.totalUniqueClients), global.body.totalUniqueClients)
+  setFigure('fig-gb', formatDecimal(global.body.totalGB), global.body.totalGB)
+  setFigure('fig-sessions', formatInt(global.body.totalSessions), global.body.totalSessions)
+  setFigure('fig-ns', formatInt(ns.body.totalNS), ns.body.totalNS)
+}
+
+function setTotal(key: string, text: string): void {
+  const el = document.querySelector<HTMLElement>(`[data-total="${key}"]`)
+  if (el !== null) el.textContent = text
+}
+
+function renderNetwork(network: 'gateway' | 'wifi', stats: RangeStats): void {
+  const p = stats.periodUsage
+  setTotal(`${network}-mb`, `${formatDecimal(p.currentUsageMB)} MB`)
+  setTotal(`${network}-clients`, formatInt(p.currentClients))
+  setTotal(`${network}-sessions`, formatInt(p.currentSessions))
+  const name = network === 'gateway' ? 'Gateways' : 'WiFi'
+  areaChart($(`chart-${network}-data`), p.dataUsageMB, `${name} data usage`, 'MB')
+  areaChart($(`chart-${network}-clients`), p.clients, `${name} clients`, 'clients')
+  areaChart($(`chart-${network}-sessions`), p.sessions, `${name} sessions`, 'sessions')
+}
+
+function renderSignups(ns: NsStats): void {
+  const { ts, perCountry, ns: inPeriod } = ns.periodUsage
+  setTotal('ns-period', formatInt(inPeriod))
+  setTotal('ns-total', formatInt(ns.totalNS))
+  const sums = Object.entries(perCountry).map(([code, values]) => ({ code, values, sum: values.reduce((a, b) => a + b, 0) }))
+    .sort((a, b) => b.sum - a.sum || a.code.localeCompare(b.code))
+  const stacks = sums.slice(0, TOP_COUNTRIES).map((c) => ({ key: c.code, values: c.values }))
+  const rest = sums.slice(TOP_COUNTRIES)
+  if (rest.length > 0) stacks.push({ key: 'other', values: ts.map((_, i) => rest.reduce((s, c) => s + (c.values[i] ?? 0), 0)) })
+  stackedBars($('chart-ns'), ts, stacks, 'Sign-ups per country', { w: 640, h: 200 })
+  $('ns-legend').replaceChildren(...stacks.map((st, k) => {
+    const li = document.createElement('li')
+    const key = document.createElement('span')
+    key.className = `key s${k}`
+    key.setAttribute('aria-hidden', 'true')
+    li.append(key, st.key === 'other' ? `Other (${rest.length})` : countryName(st.key))
+    return li
+  }))
+  const inPeriodBy = new Map(sums.map((c) => [c.code, c.sum]))
+  const rows = Object.entries(ns.totalPerCountry).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+  const body = $<HTMLTableElement>('country-table').tBodies[0]!
+  body.replaceChildren(...rows.map(([code, total]) => {
+    const tr = document.createElement('tr')
+    tr.dataset['country'] = code
+    for (const [text, cls] of [[countryName(code), ''], [formatInt(inPeriodBy.get(code) ?? 0), 'num'], [formatInt(total), 'num']] as const) {
+      const td = document.createElement('td')
+      td.textContent = text
+      if (cls !== '') td.className = cls
+      tr.append(td)
+    }
+    return tr
+  }))
+  if (rows.length === 0) body.append(emptyRow(3, 'No sign-ups yet'))
+}
+
+function emptyRow(columns: number, text: string): HTMLTableRowElement {
+  const tr = document.createElement('tr')
+  const td = document.createElement('td')
+  td.colSpan = columns
+  td.className = 'muted'
+  td.textContent = text
+  tr.append(td)
+  return tr
+}
+
+function renderTable(): void {
+  const filter = $<HTMLSelectElement>('node-filter').value
+  const nodes = state.nodes.filter((n) => filter === 'all' || n.network === filter)
+  const body = $<HTMLTableElement>('node-table').tBodies[0]!
+  body.replaceChildren(...nodes.slice(0, state.tableShown).map((n) => {
+    const tr = document.createElement('tr')
+    tr.dataset['uid'] = n.uid
+    tr.dataset['network'] = n.network
+    const cells = [n.name, n.network === 'gateway' ? 'Gateway' : 'WiFi', n.status, n.detail, n.uid]
+    cells.forEach((text, i) => {
+      const td = document.createElement('td')
+      if (i === 2) {
+        const badge = document.createElement('span')
+        badge.className = `badge status-${text.toLowerCase()}`
+        badge.textContent = text
+        td.append(badge)
+      } else {
+        td.textContent = text
+      }
+      if (i === 4) td.className = 'mono'
+      tr.append(td)
+    })
+    return tr
+  }))
+  if (nodes.length === 0) body.append(emptyRow(5, 'No nodes yet'))
+  $('node-count').textContent = nodes.length === 0 ? '' : `${formatInt(Math.min(nodes.length, state.tableShown))} of ${formatInt(nodes.length)}`
+  $('node-more').hidden = nodes.length <= state.tableShown
+}
+
+async function renderMap(): Promise<void> {
+  const box = $('map')
+  const { drawMap } = await mapModule
+  drawMap(box, $('map-tip'), state.nodes)
+  box.classList.remove('loading')
+}
+
+function setLoading(on: boolean): void {
+  main.setAttribute('aria-busy', String(on))
+  $('loading-label').textContent = on ? 'Loading the statistics…' : 'Statistics loaded.'
+  for (const el of document.querySelectorAll('.chart-box')) el.classList.toggle('loading', on)
+}
+
+function describePeriod(first: number | undefined, last: number | undefined, step: number): string {
+  if (first === undefined || last === undefined) return ''
+  return `${bucketLabel(first, step)} – ${bucketLabel(last + step, step)} (UTC, ${step < 86_400_000 ? 'hourly' : step === 86_400_000 ? 'daily' : 'weekly'})`
+}
+
+async function loadPeriod(period: Period): Promise<void> {
+  const generation = ++state.generation
+  setLoading(true)
+  $('error').hidden = true
+  try {
+    const [gateway, wifi, ns, wifiNodes] = await Promise.all([
+      postJson<RangeStats>(`${API}/UsageGraph/global-public-gateway-stats`, period),
+      postJson<RangeStats>(`${API}/UsageGraph/global-public-wifi-stats`, period),
+      postJson<NsStats>(`${API}/UsageGraph/global-public-ns-stats`, period),
+      state.wifiNodes === null ? postJson<WifiNodeJson[]>(`${API}/Wifi/wifi-nodes`, {}).then((r) => r.body) : Promise.resolve(state.wifiNodes),
+    ])
+    if (generation !== state.generation) return
+    state.wifiNodes = wifiNodes
+    renderNetwork('gateway', gateway.body)
+    renderNetwork('wifi', wifi.body)
+    renderSignups(ns.body)
+    const series = gateway.body.periodUsage.sessions
+    const step = series.length > 1 ? series[1]![0]! - series[0]![0]! : ns.body.periodUsage.ts.length > 1 ? ns.body.periodUsage.ts[1]! - ns.body.periodUsage.ts[0]! : 3_600_000
+    $('period-label').textContent = describePeriod(series[0]?.[0], series[series.length - 1]?.[0], step)
+    state.nodes = toMapNodes(gateway.body.periodUsage.gatewayNodes, wifiNodes)
+    renderTable()
+    updateEmpty()
+    setLoading(false)
+    await renderMap()
+  } catch (err) {
+    if (generation !== state.generation) return
+    setLoading(false)
+    showError(err)
+  }
+}
+
+function selectPreset(preset: Preset | 'custom'): void {
+  state.preset = preset
+  for (const chip of document.querySelectorAll<HTMLButtonElement>('[data-preset]')) {
+    chip.setAttribute('aria-pressed', String(chip.dataset['preset'] === preset))
+  }
+  $('custom').hidden = preset !== 'custom'
+  if (preset === 'custom') {
+    const start = $<HTMLInputElement>('custom-start')
+    const end = $<HTMLInputElement>('custom-end')
+    if (start.value === '') start.value = state.period.start.slice(0, 10)
+    if (end.value === '') end.value = state.period.end.slice(0, 10)
+    start.focus()
+    return
+  }
+  state.period = presetPeriod(preset, Date.now())
+  void loadPeriod(state.period)
+}
+
+function applyCustom(): void {
+  const today = new Date().toISOString().slice(0, 10)
+  const result = customPeriod($<HTMLInputElement>('custom-start').value, $<HTMLInputElement>('custom-end').value || today, Date.now())
+  $('custom-error').textContent = typeof result === 'string' ? result : ''
+  if (typeof result === 'string') return
+  state.period = result
+  void loadPeriod(result)
+}
+
+async function start(): Promise<void> {
+  $('error').hidden = true
+  const today = new Date().toISOString().slice(0, 10)
+  $<HTMLInputElement>('custom-start').max = today
+  $<HTMLInputElement>('custom-end').max = today
+  await Promise.all([loadFigures().then(updateEmpty).catch(showError), loadPeriod(state.period)])
+}
+
+for (const chip of document.querySelectorAll<HTMLButtonElement>('[data-preset]')) {
+  chip.addEventListener('click', () => selectPreset(chip.dataset['preset'] as Preset | 'custom'))
+}
+$('custom-apply').addEventListener('click', applyCustom)
+for (const id of ['custom-start', 'custom-end']) {
+  $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') applyCustom() })
+}
+$('node-filter').addEventListener('change', () => { state.tableShown = TABLE_PAGE; renderTable() })
+$('node-more').addEventListener('click', () => { state.tableShown += TABLE_PAGE * 5; renderTable() })
+$('retry').addEventListener('click', () => { void start() })
+void start()
