@@ -1,39 +1,14 @@
 import { generateKeyPairSync, sign } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
-import { canonicalPhone, isE164 } from '../identity/phone.ts'
+import { writeFileSync } from 'node:fs'
+import { canonicalPhone } from '../identity/phone.ts'
 import { findByPhone } from '../identity/numbers.ts'
 import { verifyCall } from '../caller/verify-call.ts'
-import { NotFoundError, ValidationError } from '../errors.ts'
-import { OBJECT_ID_PATTERN } from '../ledger/ledger.ts'
-import { LocalLedger } from '../ledger/local-ledger.ts'
+import { NotFoundError } from '../errors.ts'
 import type { Service } from '../service.ts'
 import { optional, required, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
+import { e164Value, embeddedLedger, objectIdValue, readTextFile } from './values.ts'
 import { defaultKeyId } from '../caller/keys.ts'
-
-function localLedger(service: Service, command: string): LocalLedger {
-  if (!(service.ledger instanceof LocalLedger)) throw new UsageError(`'${command}' works on the embedded ledger only (LEDGER=local)`)
-  return service.ledger
-}
-
-function objectIdArg(value: string | undefined, what: string): string {
-  if (value === undefined) throw new UsageError(`${what} is required`)
-  if (!OBJECT_ID_PATTERN.test(value)) throw new ValidationError(`${what} must be 0x followed by 64 hex digits`)
-  return value.toLowerCase()
-}
-
-function phoneArg(value: string, what: string): string {
-  if (!isE164(value)) throw new ValidationError(`${what} must be an E.164 number, got "${value}"`)
-  return value
-}
-
-function readPem(path: string): string {
-  try {
-    return readFileSync(path, 'utf8')
-  } catch {
-    throw new ValidationError(`cannot read ${path}`)
-  }
-}
 
 /** kns keystore create | add-key | revoke-key | keygen */
 export async function keystoreCommand(service: Service | null, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
@@ -47,24 +22,24 @@ export async function keystoreCommand(service: Service | null, sub: string | und
     return out.result({ privateKey: `${prefix}.key.pem`, publicKey: `${prefix}.pub.pem`, keyId },
       `wrote ${prefix}.key.pem (private, keep it safe) and ${prefix}.pub.pem; key ID ${keyId}`)
   }
-  const keystores = localLedger(service!, `kns keystore ${sub ?? ''}`).keystores
+  const keystores = embeddedLedger(service!, `kns keystore ${sub ?? ''}`).keystores
   if (sub === 'create') {
     const imageUrl = optional(values, 'image-url')
     const keyId = optional(values, 'key-id')
     const created = await keystores.create({
-      name: required(values, 'name'), creator: required(values, 'creator'), publicKey: readPem(required(values, 'public-key')),
+      name: required(values, 'name'), creator: required(values, 'creator'), publicKey: readTextFile(required(values, 'public-key')),
       ...(imageUrl === undefined ? {} : { imageUrl }), ...(keyId === undefined ? {} : { keyId }),
     })
     return out.result(created, `created keystore ${created.objectId} with key ${created.keyId}`)
   }
   if (sub === 'add-key') {
-    const keystoreId = objectIdArg(positionals[2], '<keystoreId>')
+    const keystoreId = objectIdValue(positionals[2], '<keystoreId>')
     const keyId = optional(values, 'key-id')
-    const added = await keystores.addKey(keystoreId, readPem(required(values, 'public-key')), keyId)
+    const added = await keystores.addKey(keystoreId, readTextFile(required(values, 'public-key')), keyId)
     return out.result({ objectId: keystoreId, keyId: added.keyId }, `added key ${added.keyId} to ${keystoreId}`)
   }
   if (sub === 'revoke-key') {
-    const keystoreId = objectIdArg(positionals[2], '<keystoreId>')
+    const keystoreId = objectIdValue(positionals[2], '<keystoreId>')
     const keyId = positionals[3]
     if (keyId === undefined) throw new UsageError('usage: kns keystore revoke-key <keystoreId> <keyId>')
     await keystores.revokeKey(keystoreId, keyId)
@@ -76,20 +51,20 @@ export async function keystoreCommand(service: Service | null, sub: string | und
 /** kns registry link | unlink (--object-id <token> | --phone <+E164>) --keystore <id> */
 export async function registryCommand(service: Service, sub: string | undefined, { values }: Parsed, out: Output): Promise<void> {
   if (sub !== 'link' && sub !== 'unlink') throw new UsageError(`unknown command 'kns registry ${sub ?? ''}'`)
-  const keystores = localLedger(service, `kns registry ${sub}`).keystores
+  const keystores = embeddedLedger(service, `kns registry ${sub}`).keystores
   const phone = optional(values, 'phone')
   const objectIdRaw = optional(values, 'object-id')
   if ((phone === undefined) === (objectIdRaw === undefined)) throw new UsageError('give exactly one of --object-id or --phone')
   let tokenId: string
   if (phone !== undefined) {
-    const link = await findByPhone(service.db, canonicalPhone(phoneArg(phone, '--phone')))
+    const link = await findByPhone(service.db, canonicalPhone(e164Value(phone, '--phone')))
     if (link === null) throw new NotFoundError(`${phone} has no number-system token`)
     tokenId = link.objectId
   } else {
-    tokenId = objectIdArg(objectIdRaw, '--object-id')
+    tokenId = objectIdValue(objectIdRaw, '--object-id')
     if ((await service.ledger.getToken(tokenId)) === null) throw new NotFoundError(`no KNS token ${tokenId} on the ledger`)
   }
-  const keystoreId = objectIdArg(optional(values, 'keystore'), '--keystore')
+  const keystoreId = objectIdValue(optional(values, 'keystore'), '--keystore')
   if (sub === 'link') {
     await keystores.link(tokenId, keystoreId)
     return out.result({ objectId: tokenId, keystore: keystoreId, linked: true }, `linked keystore ${keystoreId} to token ${tokenId}`)
@@ -116,8 +91,8 @@ export function signPassport(input: { orig: string; dest: string; privateKeyPem:
 
 /** kns passport sign | verify. Resolves to the exit code: verify exits 1 when not verified. */
 export async function passportCommand(service: Service | null, sub: string | undefined, { values }: Parsed, out: Output): Promise<number> {
-  const orig = phoneArg(required(values, 'orig'), '--orig')
-  const dest = phoneArg(required(values, 'dest'), '--dest')
+  const orig = e164Value(required(values, 'orig'), '--orig')
+  const dest = e164Value(required(values, 'dest'), '--dest')
   if (sub === 'sign') {
     const iatRaw = optional(values, 'iat')
     if (iatRaw !== undefined && !/^\d+$/.test(iatRaw)) throw new UsageError('--iat must be seconds since the epoch')
@@ -126,7 +101,7 @@ export async function passportCommand(service: Service | null, sub: string | und
     const kid = optional(values, 'kid')
     const origid = optional(values, 'origid')
     const jwt = signPassport({
-      orig, dest, privateKeyPem: readPem(required(values, 'key')),
+      orig, dest, privateKeyPem: readTextFile(required(values, 'key')),
       ...(kid === undefined ? {} : { kid }), ...(attest === undefined ? {} : { attest }),
       ...(origid === undefined ? {} : { origid }), ...(iatRaw === undefined ? {} : { iat: Number(iatRaw) }),
     })

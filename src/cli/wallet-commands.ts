@@ -1,23 +1,14 @@
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
 import { Secp256k1Keypair } from '@mysten/sui/keypairs/secp256k1'
 import { Secp256r1Keypair } from '@mysten/sui/keypairs/secp256r1'
-import { readFileSync } from 'node:fs'
 import { findApproval } from '../approvals/approval.ts'
 import { signMessageFor } from '../approvals/sign-message.ts'
 import { NotFoundError } from '../errors.ts'
 import { ledgerApproveMessage } from '../ledger/approve.ts'
 import type { Service } from '../service.ts'
 import { optional, required, type Parsed } from './args.ts'
-import { keypairFromSecret } from './ledger-commands.ts'
 import { UsageError, type Output } from './output.ts'
-
-/** The key for a command: --secret-key, --secret-key-file or KNS_SECRET_KEY (kept out of `ps` output). */
-export function secretKeyArg(values: Parsed['values']): string {
-  const file = optional(values, 'secret-key-file')
-  const secret = file !== undefined ? readFileSync(file, 'utf8') : optional(values, 'secret-key') ?? process.env.KNS_SECRET_KEY
-  if (secret === undefined) throw new UsageError('--secret-key, --secret-key-file or KNS_SECRET_KEY is required')
-  return secret
-}
+import { keypairFromSecret, secretKeyArg } from './values.ts'
 
 /**
  * Developer wallet: what a Sui wallet does on the approval page, from the command line, so
