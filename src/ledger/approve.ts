@@ -1,12 +1,10 @@
 import { parseSerializedSignature } from '@mysten/sui/cryptography'
 import { verifyPersonalMessageSignature } from '@mysten/sui/verify'
 import { ForbiddenError, ValidationError } from '../errors.ts'
+import { ledgerApproveMessage } from './approve-text.ts'
 import type { LocalLedger } from './local-ledger.ts'
 
-/** The text the token owner signs for `POST /ledger/v1/approve` on the embedded ledger. */
-export function ledgerApproveMessage(objectId: string, ref: string): string {
-  return ['KNS embedded ledger: kns::approve', `Object: ${objectId.toLowerCase()}`, `Ref: ${ref}`].join('\n')
-}
+export { ledgerApproveMessage }
 
 /**
  * Stands in for the wallet executing `kns::approve(token, ref)`: the signature proves the
