@@ -25,11 +25,11 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
   if (parsed.signatureScheme === 'ZkLogin' && ctx.ledger.coreClient === undefined) {
     throw new CheckFailed('UNSUPPORTED_SIGNATURE_SCHEME', 'zkLogin signatures can only be verified with LEDGER=sui')
   }
+  const options = ctx.ledger.coreClient === undefined ? {} : { client: ctx.ledger.coreClient }
   try {
     const publicKey = parsed.signatureScheme === 'MultiSig'
-      ? new MultiSigPublicKey(parsed.multisig.multisig_pk, ctx.ledger.coreClient ? { client: ctx.ledger.coreClient } : {})
-      : publicKeyFromRawBytes(parsed.signatureScheme, parsed.publicKey,
-        ctx.ledger.coreClient ? { client: ctx.ledger.coreClient } : {})
+      ? new MultiSigPublicKey(parsed.multisig.multisig_pk, options)
+      : publicKeyFromRawBytes(parsed.signatureScheme, parsed.publicKey, options)
     ctx.parsed = {
       scheme: parsed.signatureScheme, serialized: ctx.signature, publicKey,
       rawSignature: parsed.signatureScheme === 'ED25519' ? parsed.signature : null,
