@@ -19,7 +19,7 @@
  *                        a fresh schema is created and dropped; unreachable = skipped
  *   BENCH_CPU_PROF       a directory: the servers run with --cpu-prof and write profiles there
  *   BENCH_ENGINES        engines to run, comma-separated (default sqlite,postgres)
- *   BENCH_ONLY           only the endpoints whose name contains this text (e.g. for profiling one)
+ *   BENCH_ONLY           only the endpoints whose name contains one of these comma-separated texts
  *   BENCH_CALLER_NUMBERS numbers seeded for caller verification (default 10000), over 20 keystores
  *
  * Exit code 0 when every measurement ran cleanly, whether or not the targets are met (the
@@ -51,7 +51,7 @@ const HALF_RATE_S = envInt('BENCH_HALF_RATE_S', 2, 1)
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 32, 1)
 const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 const ENGINES = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map((e) => e.trim())
-const ONLY = process.env.BENCH_ONLY || ''
+const ONLY = (process.env.BENCH_ONLY || '').split(',')
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined
 const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 1000 }
 const CALLER_SIZES = { numbers: envInt('BENCH_CALLER_NUMBERS', 10_000, 1), keystores: 20 }
@@ -290,7 +290,7 @@ async function benchEngine(db: BenchDatabase, refs: References): Promise<Measure
     log(`-- ${db.engine}: seeded and signed in ${((Date.now() - started) / 1000).toFixed(1)} s; measuring`)
     const results: Measurement[] = []
     const all = [...areaAEndpoints(db.engine, data, signed), ...callerEndpoints(caller, log)]
-    for (const endpoint of all.filter((e) => e.name.includes(ONLY))) {
+    for (const endpoint of all.filter((e) => ONLY.some((only) => e.name.includes(only)))) {
       if (endpoint.name !== VERIFY_NAME) {
         results.push(await measure(server, endpoint, db.engine, refs.bare))
         continue

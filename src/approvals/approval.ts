@@ -1,4 +1,5 @@
-import type { Executor } from '../db/engine.ts'
+import { coalesce, isDatabase, lookupByKey } from '../db/coalesce.ts'
+import type { Database, Executor } from '../db/engine.ts'
 
 export const METHODS = ['sign', 'event'] as const
 export type Method = (typeof METHODS)[number]
@@ -52,7 +53,8 @@ export function statusAt(approval: Approval, now: number): Status {
 }
 
 export async function findApproval(db: Executor, approvalNumber: string): Promise<Approval | null> {
-  const row = await db.get<ApprovalRow>('SELECT * FROM approvals WHERE approval_number = $1', [approvalNumber])
+  const row = await lookupByKey<ApprovalRow>(db, 'SELECT * FROM approvals WHERE approval_number = $1',
+    'SELECT * FROM approvals WHERE approval_number = ANY($1::text[])', 'approval_number', approvalNumber)
   return row === undefined ? null : fromRow(row)
 }
 
@@ -61,16 +63,67 @@ export async function findByReference(db: Executor, apiKeyId: string, referenceN
   return row === undefined ? null : fromRow(row)
 }
 
-/** Inserts unless the key already used this referenceNumber; false in that case. */
-export async function insertApproval(db: Executor, a: Approval): Promise<boolean> {
-  const inserted = await db.run(
-    `INSERT INTO approvals (approval_number, api_key_id, vendor_brand, reference_number, request_hash, title, message,
-       success_redirect_url, cancel_redirect_url, method, object_id, phone_number, status, wallet, proof, created_at, expires_at, decided_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-     ON CONFLICT (api_key_id, reference_number) DO NOTHING`,
+const APPROVAL_COLUMNS = `approval_number, api_key_id, vendor_brand, reference_number, request_hash, title, message,
+  success_redirect_url, cancel_redirect_url, method, object_id, phone_number, status, wallet, proof, created_at, expires_at, decided_at`
+
+const INSERT_ONE = `INSERT INTO approvals (${APPROVAL_COLUMNS})
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+  ON CONFLICT (api_key_id, reference_number) DO NOTHING`
+
+/** PostgreSQL: a batch as one array per column. New approvals have no wallet, proof or decision yet. */
+const INSERT_MANY = `INSERT INTO approvals (${APPROVAL_COLUMNS})
+  SELECT a, k, v, r, h, t, m, s, c, me, o, p, st, NULL, NULL, cr, ex, NULL
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[]) AS x (a, k, v, r, h, t, m, s, c, me, o, p, st, cr, ex)
+  ON CONFLICT (api_key_id, reference_number) DO NOTHING RETURNING approval_number`
+
+async function insertOne(ex: Executor, a: Approval): Promise<boolean> {
+  const inserted = await ex.run(INSERT_ONE,
     [a.approvalNumber, a.apiKeyId, a.vendorBrand, a.referenceNumber, a.requestHash, a.title, a.message, a.successRedirectUrl,
       a.cancelRedirectUrl, a.method, a.objectId, a.phoneNumber, a.status, a.wallet, a.proof, a.createdAt, a.expiresAt, a.decidedAt])
   return inserted === 1
+}
+
+const asError = (err: unknown) => err instanceof Error ? err : new Error(String(err))
+
+/** Concurrent creations stored together: one commit (SQLite) or one statement (PostgreSQL). */
+async function insertBatch(db: Database, batch: Approval[]): Promise<(boolean | Error)[]> {
+  if (batch.length === 1) return [await insertOne(db, batch[0]!)]
+  if (db.engine === 'sqlite') {
+    // A failing statement rolls back only itself; the others still commit.
+    return db.transaction(async (tx) => {
+      const out: (boolean | Error)[] = []
+      for (const a of batch) out.push(await insertOne(tx, a).catch(asError))
+      return out
+    })
+  }
+  if (batch.some((a) => a.status !== 'pending' || a.wallet !== null || a.proof !== null || a.decidedAt !== null)) {
+    throw new Error('only new (pending) approvals are inserted')
+  }
+  const columns = [
+    batch.map((a) => a.approvalNumber), batch.map((a) => a.apiKeyId), batch.map((a) => a.vendorBrand), batch.map((a) => a.referenceNumber),
+    batch.map((a) => a.requestHash), batch.map((a) => a.title), batch.map((a) => a.message), batch.map((a) => a.successRedirectUrl),
+    batch.map((a) => a.cancelRedirectUrl), batch.map((a) => a.method), batch.map((a) => a.objectId), batch.map((a) => a.phoneNumber),
+    batch.map((a) => a.status), batch.map((a) => a.createdAt), batch.map((a) => a.expiresAt),
+  ]
+  let stored: Set<string>
+  try {
+    stored = new Set((await db.all<{ approval_number: string }>(INSERT_MANY, columns)).map((r) => r.approval_number))
+  } catch {
+    // One bad row fails the whole statement: one statement each, so only that one fails.
+    return Promise.all(batch.map((a) => insertOne(db, a).catch(asError)))
+  }
+  return batch.map((a) => stored.has(a.approvalNumber))
+}
+
+const inserters = new WeakMap<Database, (a: Approval) => Promise<boolean>>()
+
+/** Inserts unless the key already used this referenceNumber; false in that case. */
+export async function insertApproval(ex: Executor, a: Approval): Promise<boolean> {
+  if (!isDatabase(ex)) return insertOne(ex, a)
+  let insert = inserters.get(ex)
+  if (insert === undefined) inserters.set(ex, insert = coalesce((batch: Approval[]) => insertBatch(ex, batch)))
+  return insert(a)
 }
 
 /**

@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import type { Database } from '../db/engine.ts'
 import { ConflictError, NotFoundError } from '../errors.ts'
 import { findByObjectId, findByPhone } from '../identity/numbers.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { ApiKey } from '../keys/api-keys.ts'
+import { randomHex } from '../lib/random-hex.ts'
 import { findByReference, insertApproval, statusAt, type Approval, type Method } from './approval.ts'
 
 export interface ApprovalRequest {
@@ -70,7 +71,7 @@ export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, requ
   const { objectId, phoneNumber } = await resolveToken(deps, request)
   const now = Date.now()
   const approval: Approval = {
-    approvalNumber: randomBytes(12).toString('hex'),
+    approvalNumber: randomHex(12),
     apiKeyId: key.id,
     vendorBrand: key.vendor,
     referenceNumber: request.referenceNumber,

@@ -50,8 +50,10 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain')
   app.decorateRequest('apiKey', null)
-  app.addHook('onSend', async (request, reply) => {
+  // Callback style: hooks run on every request, and an async one costs a promise each time.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
+    done(null, payload)
   })
 
   app.addSchema(ErrorBody)

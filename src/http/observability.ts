@@ -15,10 +15,11 @@ export function registerObservability(app: FastifyInstance, service: Service): v
     registers: [registry],
   })
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: bounded label values, no secrets from queries.
     const route = request.routeOptions.url ?? 'unmatched'
     duration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000)
+    done()
   })
 
   const hidden = { hide: true }

@@ -1,4 +1,5 @@
 import { signalChange } from '../db/change-signal.ts'
+import { lookupByKey } from '../db/coalesce.ts'
 import type { Executor } from '../db/engine.ts'
 import { phoneCountry } from './phone.ts'
 
@@ -24,7 +25,8 @@ function fromRow(row: NumberRow): NumberLink {
 }
 
 export async function findByPhone(db: Executor, phone: string): Promise<NumberLink | null> {
-  const row = await db.get<NumberRow>('SELECT * FROM numbers WHERE phone = $1', [phone])
+  const row = await lookupByKey<NumberRow>(db, 'SELECT * FROM numbers WHERE phone = $1',
+    'SELECT * FROM numbers WHERE phone = ANY($1::text[])', 'phone', phone)
   return row === undefined ? null : fromRow(row)
 }
 

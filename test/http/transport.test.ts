@@ -96,6 +96,7 @@ describe('error bodies', () => {
       throw err
     }
     db.get = boom
+    db.all = boom
     db.run = boom
     try {
       const res = await h.app.inject({ method: 'GET', url: `/numsys/transaction_details?ref=${randomApprovalNumber()}` })
@@ -106,6 +107,7 @@ describe('error bodies', () => {
       assertError(reg, 500, 'INTERNAL')
     } finally {
       delete db.get
+      delete db.all
       delete db.run
     }
     assert.equal((await h.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200)

@@ -1,0 +1,94 @@
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { ENGINE, startHarness, type Harness } from '../helpers.ts'
+import { coalesce, lookupByKey } from '../../src/db/coalesce.ts'
+import type { Database } from '../../src/db/engine.ts'
+import { findApproval, insertApproval, type Approval } from '../../src/approvals/approval.ts'
+
+describe('coalesce', () => {
+  test('calls made in one turn run as one batch, answered in order', async () => {
+    const batches: number[][] = []
+    const double = coalesce(async (items: number[]) => {
+      batches.push(items)
+      return items.map((n) => n * 2)
+    })
+    assert.deepEqual(await Promise.all([1, 2, 3].map(double)), [2, 4, 6])
+    assert.deepEqual(batches, [[1, 2, 3]])
+    assert.equal(await double(5), 10)
+    assert.deepEqual(batches.at(-1), [5])
+  })
+
+  test('an Error answer rejects only its call; a thrown error rejects the whole batch', async () => {
+    const pick = coalesce(async (items: number[]) => items.map((n) => (n < 0 ? new Error(`negative ${n}`) : n)))
+    const results = await Promise.allSettled([pick(1), pick(-1), pick(2)])
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /negative -1/)
+
+    const broken = coalesce(async (_items: number[]): Promise<number[]> => { throw new Error('down') })
+    const all = await Promise.allSettled([broken(1), broken(2)])
+    assert.ok(all.every((r) => r.status === 'rejected'))
+  })
+
+  test('a batch reaching `max` is sent at once; the rest goes in the next', async () => {
+    const sizes: number[] = []
+    const echo = coalesce(async (items: number[]) => { sizes.push(items.length); return items }, { max: 4 })
+    await Promise.all(Array.from({ length: 10 }, (_, i) => echo(i)))
+    assert.deepEqual(sizes, [4, 4, 2])
+  })
+})
+
+describe(`coalesced statements (${ENGINE})`, () => {
+  let h: Harness
+  before(async () => { h = await startHarness() })
+  after(async () => { await h.close() })
+
+  /** The harness database, counting the statements it is asked to run. */
+  function counting(db: Database): { db: Database; statements: () => number } {
+    let n = 0
+    const wrapped = Object.create(db) as Database
+    for (const method of ['all', 'get', 'run'] as const) {
+      const original = db[method].bind(db) as (...args: unknown[]) => Promise<unknown>
+      ;(wrapped as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => { n++; return original(...args) }
+    }
+    wrapped.transaction = (fn) => { n++; return db.transaction(fn) }
+    return { db: wrapped, statements: () => n }
+  }
+
+  const approval = (referenceNumber: string): Approval => ({
+    approvalNumber: randomBytes(12).toString('hex'), apiKeyId: 'coalesce-test', vendorBrand: 'Acme', referenceNumber,
+    requestHash: 'h', title: 't', message: 'm', successRedirectUrl: 'https://a.example/ok', cancelRedirectUrl: 'https://a.example/no',
+    method: 'sign', objectId: `0x${'ab'.repeat(32)}`, phoneNumber: null, status: 'pending', wallet: null, proof: null,
+    createdAt: Date.now(), expiresAt: Date.now() + 60_000, decidedAt: null,
+  })
+
+  test('concurrent inserts go in one statement or transaction; a reused reference is refused only for the later twin', async () => {
+    const { db, statements } = counting(h.service.db)
+    const ref = `ref-${randomBytes(4).toString('hex')}`
+    const batch = [approval(ref), approval(`${ref}-b`), approval(ref), approval(`${ref}-c`)]
+    const stored = await Promise.all(batch.map((a) => insertApproval(db, a)))
+    assert.deepEqual(stored, [true, true, false, true])
+    assert.equal(statements(), 1)
+    for (const [i, a] of batch.entries()) assert.equal((await findApproval(h.service.db, a.approvalNumber)) !== null, stored[i])
+  })
+
+  test('concurrent lookups by key: one statement on PostgreSQL, each answered with its own row', async () => {
+    const rows = [approval(`look-${randomBytes(4).toString('hex')}`), approval(`look-${randomBytes(4).toString('hex')}`)]
+    for (const a of rows) assert.equal(await insertApproval(h.service.db, a), true)
+    const { db, statements } = counting(h.service.db)
+    const unknown = randomBytes(12).toString('hex')
+    const keys = [rows[0]!.approvalNumber, unknown, rows[1]!.approvalNumber, rows[0]!.approvalNumber]
+    const found = await Promise.all(keys.map((k) => lookupByKey<{ approval_number: string }>(db,
+      'SELECT * FROM approvals WHERE approval_number = $1', 'SELECT * FROM approvals WHERE approval_number = ANY($1::text[])', 'approval_number', k)))
+    assert.deepEqual(found.map((r) => r?.approval_number), [keys[0], undefined, keys[2], keys[0]])
+    assert.equal(statements(), ENGINE === 'postgres' ? 1 : keys.length)
+  })
+
+  test('inside a transaction nothing is coalesced (each statement runs in it, at once)', async () => {
+    const a = approval(`tx-${randomBytes(4).toString('hex')}`)
+    await h.service.db.transaction(async (tx) => {
+      assert.equal(await insertApproval(tx, a), true)
+      assert.equal((await findApproval(tx, a.approvalNumber))?.referenceNumber, a.referenceNumber)
+    })
+  })
+})
