@@ -1,11 +1,13 @@
 import type { Database } from './engine.ts'
-import { STATS_MIGRATION } from '../stats/migration.ts'
+import { STATS_LAYOUT_MIGRATION, STATS_MIGRATION } from '../stats/migration.ts'
 
 export interface Migration {
   version: number
   name: string
   /** Statements in the SQL both engines accept. */
   up: string[]
+  /** Statements for one engine only (physical layout), run after `up`. */
+  only?: { sqlite?: string[]; postgres?: string[] }
 }
 
 /**
@@ -127,6 +129,12 @@ export const MIGRATIONS: Migration[] = [
     name: 'public statistics: nodes, usage sessions and their rollups',
     up: STATS_MIGRATION,
   },
+  {
+    version: 4,
+    name: 'public statistics: clustered tables for bulk import (SQLite WITHOUT ROWID)',
+    up: [],
+    only: STATS_LAYOUT_MIGRATION,
+  },
 ]
 
 const LOCK_ID = 0x6b6e73 // "kns": one migrator at a time across processes on PostgreSQL
@@ -149,7 +157,7 @@ export async function migrate(db: Database, migrations: Migration[] = MIGRATIONS
       if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [LOCK_ID])
       const row = await tx.get('SELECT version FROM schema_migrations WHERE version = $1', [migration.version])
       if (row !== undefined) return false
-      for (const statement of migration.up) await tx.run(statement)
+      for (const statement of [...migration.up, ...(migration.only?.[db.engine] ?? [])]) await tx.run(statement)
       await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
         [migration.version, migration.name, Date.now()])
       return true

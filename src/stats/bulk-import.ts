@@ -11,32 +11,55 @@
  */
 import type { Database, Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
-import { bumpVersion, insertNewSessions, lockStats, sessionRows } from './ingest.ts'
+import { bumpVersion, lockStats } from './ingest.ts'
 import { FIRST_EVER, forEachPoint, hourOf, hoursOfWeek, parsePointKey, pointKey, weeksOfHours, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
+import type { RawBatch } from './session-batches.ts'
 import { bucketStart, HOUR, WEEK, WIDTHS } from './time.ts'
 import type { Session } from './validate-session.ts'
 
-/** Stores the sessions not stored yet, and marks their weeks for recomputation. Returns how many were new. */
-export async function insertRawSessions(db: Database, hashClient: (clientId: string) => string, sessions: readonly Session[]): Promise<number> {
-  const rows = sessionRows(hashClient, sessions)
-  if (rows.length === 0) return 0
+const SESSION_COLUMNS = ['start_ms', 'session_id', 'network', 'node_uid', 'client_hash', 'end_ms', 'bytes_up', 'bytes_down']
+const PG_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint']
+
+/**
+ * Stores the rows of a batch (see session-batches.ts) not stored yet, and marks their weeks for
+ * recomputation. Returns how many were new.
+ */
+export async function insertRawBatch(db: Database, batch: Pick<RawBatch, 'rows' | 'first'>): Promise<number> {
+  if (batch.rows.length === 0) return 0
   return db.transaction(async (tx) => {
     await lockStats(db, tx)
-    const fresh = await insertNewSessions(db.engine, tx, rows)
-    let first = Infinity
-    let inserted = 0
-    rows.forEach((row, i) => {
-      if (!fresh[i]) return
-      inserted++
-      first = Math.min(first, row[0] as number)
-    })
+    let inserted: number
+    let first: number
+    if (db.engine === 'sqlite') {
+      // In process, short multi-row VALUES statements measured fastest (2 us/row, against 3.5 for
+      // one statement per row and 6 for json_each).
+      inserted = (await insertRows(tx, 'sqlite', 'stats_sessions', SESSION_COLUMNS, batch.rows,
+        'ON CONFLICT (start_ms, session_id) DO NOTHING')).changed
+      // Which rows were new is not known here: when only some were, the batch's earliest start
+      // is an early enough mark (recomputing a week more is harmless).
+      first = batch.first
+    } else {
+      const row = await tx.get<{ n: number; first: number | null }>(`WITH ins AS (
+        INSERT INTO stats_sessions (${SESSION_COLUMNS.join(', ')})
+        SELECT ${PG_TYPES.map((t, i) => `CAST(e ->> ${i} AS ${t})`).join(', ')} FROM jsonb_array_elements(CAST($1 AS jsonb)) e
+        ON CONFLICT (start_ms, session_id) DO NOTHING RETURNING start_ms)
+        SELECT COUNT(*) AS n, MIN(start_ms) AS first FROM ins`, [JSON.stringify(batch.rows)])
+      inserted = Number(row?.n ?? 0)
+      first = Number(row?.first ?? batch.first)
+    }
     if (inserted > 0) {
       const week = bucketStart(first, WEEK)
       await tx.run('UPDATE stats_meta SET rebuild_from = CASE WHEN rebuild_from IS NULL OR rebuild_from > $1 THEN $1 ELSE rebuild_from END WHERE id = 1', [week])
     }
     return inserted
   })
+}
+
+/** Stores the sessions not stored yet, and marks their weeks for recomputation. Returns how many were new. */
+export async function insertRawSessions(db: Database, hashClient: (clientId: string) => string, sessions: readonly Session[]): Promise<number> {
+  const rows = sessions.map((s) => [s.start, s.sessionId, s.network, s.nodeUid, hashClient(s.clientId), s.end, s.bytesUp, s.bytesDown])
+  return insertRawBatch(db, { rows, first: sessions.reduce((m, s) => Math.min(m, s.start), Infinity) })
 }
 
 interface RawRow { network: Network; client_hash: string; start_ms: number; bytes: number }
@@ -150,8 +173,16 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
 }
 
 /**
- * Recomputes the rollups of every week from stats_meta.rebuild_from on, one transaction per
- * week, advancing the mark with each. `onWeek` reports progress (weeks done, weeks to do).
+ * A recomputation transaction goes on with the next week until it has run this long: each
+ * commit writes every page it changed, and a week's client rows are spread over the whole of
+ * stats_client_weeks, so one commit per week wrote that table again and again. Short enough
+ * that API ingestion waiting for the lock is not held up for long.
+ */
+const STEP_MS = 1000
+
+/**
+ * Recomputes the rollups of every week from stats_meta.rebuild_from on, a few weeks per
+ * transaction, advancing the mark with each. `onWeek` reports progress (weeks done, weeks to do).
  */
 export async function rebuildPending(db: Database, onWeek: (done: number, total: number) => void = () => {}): Promise<number> {
   // Each client's last active hour, carried from week to week (bounded by the number of clients).
@@ -164,19 +195,27 @@ export async function rebuildPending(db: Database, onWeek: (done: number, total:
       const meta = await tx.get<{ rebuild_from: number | null; last: number | null }>(
         'SELECT rebuild_from, (SELECT MAX(start_ms) FROM stats_sessions) AS last FROM stats_meta WHERE id = 1')
       if (meta?.rebuild_from === null || meta?.rebuild_from === undefined) return null
-      const week = Number(meta.rebuild_from)
+      let week = Number(meta.rebuild_from)
       // Another import marked an earlier week meanwhile: what was carried is ahead of it.
       if (expected !== null && week !== expected) lastHours.clear()
       const last = Number(meta.last ?? week)
-      const newClients = await rebuildWeek(tx, db.engine, week, lastHours)
-      const next = week + WEEK
+      const started = performance.now()
+      let weeks = 0
+      let newClients = 0
+      let next: number
+      do {
+        newClients += await rebuildWeek(tx, db.engine, week, lastHours)
+        weeks++
+        next = week + WEEK
+        week = next
+      } while (next <= last && performance.now() - started < STEP_MS)
       await tx.run('UPDATE stats_meta SET rebuild_from = $1 WHERE id = 1', [next > last ? null : next])
       await bumpVersion(tx, newClients)
-      return { week, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
+      return { next, weeks, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
     })
     if (step === null) return done
-    expected = step.week + WEEK
-    done++
+    expected = step.next
+    done += step.weeks
     onWeek(done, done + step.remaining)
   }
 }

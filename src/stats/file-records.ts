@@ -29,7 +29,7 @@ export function formatOf(path: string): FileFormat {
 const NUMERIC = new Set(['lat', 'lon', 'bytesUp', 'bytesDown', 'start', 'end'])
 const NUMBER = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/
 
-function csvObject(header: string[], cells: string[]): Record<string, unknown> {
+export function csvObject(header: string[], cells: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   header.forEach((name, i) => {
     const cell = cells[i]
@@ -135,4 +135,33 @@ export async function* readRecords(path: string, onBytes: (bytes: number) => voi
     tail.push({ value: parse(carry), line: line + 1 })
   }
   if (tail.length > 0) yield tail
+}
+
+/** A CSV record as cells, with the file's header. */
+export interface CsvRow { cells: string[]; line: number }
+
+/**
+ * Batches of CSV records as cells (header excluded, blank lines skipped), for callers that
+ * read the cells themselves; `header` is the file's header row, trimmed.
+ */
+export async function* readCsvRows(path: string, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<{ header: string[]; rows: CsvRow[] }> {
+  const stream = createReadStream(path, { highWaterMark: 1 << 20 })
+  const decoder = new TextDecoder('utf-8', { fatal: true })
+  const csv = new CsvParser()
+  let header: string[] | undefined
+  let out: CsvRow[] = []
+  const take = (cells: string[], line: number) => {
+    if (header === undefined) header = cells.map((c) => c.trim())
+    else if (!(cells.length === 1 && cells[0] === '')) out.push({ cells, line })
+  }
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    onBytes(chunk.length)
+    csv.push(decoder.decode(chunk, { stream: true }), take)
+    if (out.length > 0 && header !== undefined) {
+      yield { header, rows: out }
+      out = []
+    }
+  }
+  csv.end(take)
+  if (out.length > 0 && header !== undefined) yield { header, rows: out }
 }

@@ -9,14 +9,13 @@ import { Compile } from 'typebox/compile'
 import type { Database } from '../db/engine.ts'
 import { ValidationError } from '../errors.ts'
 import { readRecords, type FileRecord } from './file-records.ts'
-import { insertRawSessions, rebuildPending } from './bulk-import.ts'
+import { insertRawBatch, rebuildPending } from './bulk-import.ts'
+import { IMPORT_BATCH, sessionBatches } from './session-batches.ts'
 import { upsertGateways, upsertWifiNodes } from './ingest.ts'
 import { createProgress } from './progress.ts'
 import { Gateway, WifiNode } from './schemas.ts'
-import { checkSession, type Session } from './validate-session.ts'
 
-/** Sessions per transaction: large enough to amortise commits, small enough to not hold the write lock long. */
-export const IMPORT_BATCH = 10_000
+export { IMPORT_BATCH } from './session-batches.ts'
 const REPORTED = 20
 
 function rejectLines(path: string, bad: { line: number; reason: string }[]): never {
@@ -28,35 +27,28 @@ function rejectLines(path: string, bad: { line: number; reason: string }[]): nev
 
 export interface UsageImport { read: number; inserted: number; duplicates: number; seconds: number }
 
+/** Page cache of the importing connection (KiB): the rollup tables' pages stay in memory between weeks. */
+const IMPORT_CACHE_KIB = 262_144
+
 export async function importUsage(db: Database, hashClient: (id: string) => string, path: string, now = Date.now()): Promise<UsageImport> {
   const progress = createProgress('usage', statSync(path).size)
   const started = performance.now()
-  let bytes = 0
+  if (db.engine === 'sqlite') await db.exec(`PRAGMA cache_size = -${IMPORT_CACHE_KIB}`)
   let read = 0
   let inserted = 0
-  let batch: Session[] = []
-  const bad: { line: number; reason: string }[] = []
-  const flush = async () => {
-    if (bad.length > 0) rejectLines(path, bad)
-    if (batch.length === 0) return
-    inserted += await insertRawSessions(db, hashClient, batch)
-    batch = []
-  }
   try {
-    for await (const records of readRecords(path, (n) => { bytes += n })) {
-      for (const record of records) {
-        read++
-        const checked = record.value === undefined ? { reason: 'not valid JSON' } : checkSession(record.value, now)
-        if (checked.session !== undefined) batch.push(checked.session)
-        else bad.push({ line: record.line, reason: checked.reason })
-        if (batch.length + bad.length >= IMPORT_BATCH) await flush()
-      }
-      progress.update(bytes, read)
+    for await (const batch of sessionBatches(path, hashClient, now)) {
+      if (batch.bad.length > 0) rejectLines(path, batch.bad)
+      inserted += await insertRawBatch(db, batch)
+      read = batch.read
+      progress.update(batch.bytes, read)
     }
-    await flush()
   } finally {
     progress.done()
   }
+  // The week queries below read the sessions by time: planned from statistics that may still
+  // describe an empty table, they would scan it whole.
+  if (db.engine === 'postgres' && inserted > 0) await db.exec('ANALYZE stats_sessions')
   // Also when nothing was new: finishes what an interrupted import left.
   const weeks = createProgress('rollups', 1)
   try {

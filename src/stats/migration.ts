@@ -92,3 +92,46 @@ export const STATS_MIGRATION: string[] = [
   // Sign-up statistics read numbers by time and country: index-only.
   `CREATE INDEX numbers_created_country ON numbers (created_at, country)`,
 ]
+
+/** Recreates a SQLite table under the same name with `definition` (same columns), keeping its rows. */
+function recreate(table: string, definition: string, columns: string): string[] {
+  return [
+    `CREATE TABLE ${table}_v4 ${definition}`,
+    `INSERT INTO ${table}_v4 (${columns}) SELECT ${columns} FROM ${table}`,
+    `DROP TABLE ${table}`,
+    `ALTER TABLE ${table}_v4 RENAME TO ${table}`,
+  ]
+}
+
+/**
+ * Migration 4, physical layout only. SQLite stores a table with a composite primary key as a
+ * rowid b-tree plus a separate index on the key; WITHOUT ROWID keeps one b-tree ordered by the
+ * key, so an insert touches half the pages (and stats_sessions, keyed by time first, appends).
+ * Measured on `kns stats import`: see README "Public statistics". PostgreSQL has no such choice.
+ */
+export const STATS_LAYOUT_MIGRATION: { sqlite: string[]; postgres: string[] } = {
+  sqlite: [
+    ...recreate('stats_sessions', `(
+      start_ms BIGINT NOT NULL, session_id TEXT NOT NULL, network TEXT NOT NULL, node_uid TEXT NOT NULL, client_hash TEXT NOT NULL,
+      end_ms BIGINT NOT NULL, bytes_up BIGINT NOT NULL, bytes_down BIGINT NOT NULL,
+      PRIMARY KEY (start_ms, session_id)
+    ) WITHOUT ROWID`, 'start_ms, session_id, network, node_uid, client_hash, end_ms, bytes_up, bytes_down'),
+    ...recreate('stats_buckets', `(
+      network TEXT NOT NULL, width BIGINT NOT NULL, bucket_ms BIGINT NOT NULL,
+      sessions BIGINT NOT NULL, bytes BIGINT NOT NULL, clients BIGINT NOT NULL, new_clients BIGINT NOT NULL,
+      PRIMARY KEY (network, width, bucket_ms)
+    ) WITHOUT ROWID`, 'network, width, bucket_ms, sessions, bytes, clients, new_clients'),
+    ...recreate('stats_bucket_clients', `(
+      network TEXT NOT NULL, width BIGINT NOT NULL, bucket_ms BIGINT NOT NULL, prev_ms BIGINT NOT NULL, clients BIGINT NOT NULL,
+      PRIMARY KEY (network, width, bucket_ms, prev_ms)
+    ) WITHOUT ROWID`, 'network, width, bucket_ms, prev_ms, clients'),
+    ...recreate('stats_client_weeks', `(
+      network TEXT NOT NULL, client_hash TEXT NOT NULL, week_ms BIGINT NOT NULL,
+      d0 INTEGER NOT NULL, d1 INTEGER NOT NULL, d2 INTEGER NOT NULL, d3 INTEGER NOT NULL,
+      d4 INTEGER NOT NULL, d5 INTEGER NOT NULL, d6 INTEGER NOT NULL,
+      PRIMARY KEY (network, client_hash, week_ms)
+    ) WITHOUT ROWID`, 'network, client_hash, week_ms, d0, d1, d2, d3, d4, d5, d6'),
+    ...recreate('stats_clients', '(client_hash TEXT PRIMARY KEY) WITHOUT ROWID', 'client_hash'),
+  ],
+  postgres: [],
+}

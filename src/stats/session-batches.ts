@@ -1,0 +1,105 @@
+/**
+ * Usage files -> batches of stats_sessions rows ready to insert: parsed, validated and hashed.
+ *
+ * CSV records with the usual shape take a fast path that checks the cells by hand; anything
+ * it is not sure of (quotes, odd cells, a value out of range) goes through checkSession, so
+ * accepted records and the reasons of rejected ones are exactly those of the API.
+ */
+import { csvObject, formatOf, readCsvRows, readRecords } from './file-records.ts'
+import { EARLIEST_MS } from './time.ts'
+import { checkSession, FUTURE_TOLERANCE_MS, type Session } from './validate-session.ts'
+
+/** Sessions per transaction: large enough to amortise commits, small enough to not hold the write lock long. */
+export const IMPORT_BATCH = 10_000
+
+export interface BadLine { line: number; reason: string }
+
+export interface RawBatch {
+  /** Rows [start_ms, session_id, network, node_uid, client_hash, end_ms, bytes_up, bytes_down] (a session repeated within the batch included: the first one is stored). */
+  rows: unknown[][]
+  /** Earliest start_ms of the rows (Infinity when none). */
+  first: number
+  /** Records of this batch that were rejected: the batch must not be stored. */
+  bad: BadLine[]
+  /** Records read so far, and bytes of the file read so far (progress). */
+  read: number
+  bytes: number
+}
+
+type Row = [number, string, string, string, string, number, number, number]
+
+const FIELDS = ['sessionId', 'network', 'nodeUid', 'clientId', 'start', 'end', 'bytesUp', 'bytesDown'] as const
+const DIGITS = /^\d{1,16}$/
+const CONTROL = /[\u0000-\u001f\u007f]/
+const MAX_BYTES = 1e15
+
+/** The session of a CSV record in the usual shape, or undefined when checkSession must decide. */
+function fastSession(cells: string[], at: number[], now: number): Session | undefined {
+  const [sessionId, network, nodeUid, clientId, startText, endText, upText, downText] = at.map((i) => cells[i]!)
+  if (network !== 'gateway' && network !== 'wifi') return undefined
+  if (sessionId!.length < 1 || sessionId!.length > 128 || CONTROL.test(sessionId!)) return undefined
+  if (nodeUid!.length < 1 || nodeUid!.length > 128 || CONTROL.test(nodeUid!)) return undefined
+  if (clientId!.length < 1 || clientId!.length > 256) return undefined
+  if (!DIGITS.test(startText!) || !DIGITS.test(endText!) || !DIGITS.test(upText!) || !DIGITS.test(downText!)) return undefined
+  const start = Number(startText)
+  const end = Number(endText)
+  const bytesUp = Number(upText)
+  const bytesDown = Number(downText)
+  if (start < EARLIEST_MS || start > now + FUTURE_TOLERANCE_MS || end < start || bytesUp > MAX_BYTES || bytesDown > MAX_BYTES) return undefined
+  return { sessionId: sessionId!, network, nodeUid: nodeUid!, clientId: clientId!, start, end, bytesUp, bytesDown }
+}
+
+/** Column of each session field in `header`, or undefined when the fast path cannot apply. */
+function fieldColumns(header: string[]): number[] | undefined {
+  if (new Set(header).size !== header.length) return undefined
+  const at = FIELDS.map((f) => header.indexOf(f))
+  return at.every((i) => i >= 0) ? at : undefined
+}
+
+/** Batches of the sessions of `path`, in file order, each with its bad records. */
+export async function* sessionBatches(path: string, hashClient: (clientId: string) => string, now: number, size = IMPORT_BATCH): AsyncGenerator<RawBatch> {
+  let rows: Row[] = []
+  let bad: BadLine[] = []
+  let first = Infinity
+  let read = 0
+  let bytes = 0
+  const onBytes = (n: number) => { bytes += n }
+  const add = (value: unknown, line: number, session?: Session) => {
+    read++
+    const checked = session !== undefined ? { session } : value === undefined ? { reason: 'not valid JSON' } : checkSession(value, now)
+    const s = checked.session
+    if (s === undefined) {
+      bad.push({ line, reason: checked.reason! })
+      return
+    }
+    rows.push([s.start, s.sessionId, s.network, s.nodeUid, hashClient(s.clientId), s.end, s.bytesUp, s.bytesDown])
+    if (s.start < first) first = s.start
+  }
+  const take = (): RawBatch => {
+    const batch = { rows, first, bad, read, bytes }
+    rows = []
+    bad = []
+    first = Infinity
+    return batch
+  }
+  if (formatOf(path) === 'csv') {
+    let at: number[] | undefined
+    let seen: string[] | undefined
+    for await (const { header, rows: records } of readCsvRows(path, onBytes)) {
+      if (header !== seen) at = fieldColumns(seen = header)
+      for (const { cells, line } of records) {
+        const session = at !== undefined && cells.length === header.length ? fastSession(cells, at, now) : undefined
+        add(session === undefined ? csvObject(header, cells) : undefined, line, session)
+        if (rows.length + bad.length >= size) yield take()
+      }
+    }
+  } else {
+    for await (const records of readRecords(path, onBytes)) {
+      for (const { value, line } of records) {
+        add(value, line)
+        if (rows.length + bad.length >= size) yield take()
+      }
+    }
+  }
+  if (rows.length + bad.length > 0 || read === 0) yield take()
+}
