@@ -9,12 +9,18 @@
  * which weights the tail by its own length.
  *
  * Here request i is sent at start + i / rate, spread evenly, whether or not earlier ones
- * have been answered (waiting for a free socket counts in its latency). Latency runs from
- * when it was sent: on a shared machine this process is itself descheduled at times, and
- * timing from the due time would charge that to the server (a late tick sends the overdue
- * requests at once, so they still load it).
+ * have been answered (waiting for a free connection counts in its latency). Latency runs
+ * from when it was sent: on a shared machine this process is itself descheduled at times,
+ * and timing from the due time would charge that to the server (a late tick sends the
+ * overdue requests at once, so they still load it).
+ *
+ * The generator shares the machine with the server, so it is kept light: keep-alive
+ * connections opened before the clock starts (connection set-up is not what is measured),
+ * requests written as prebuilt bytes, responses parsed only for their status, length and
+ * body. node:http's client cost several times more CPU per request, and its latency noise
+ * (the "bare, paced alike" reference) was most of the 10 ms budget.
  */
-import { Agent, request } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import type { Summary } from './api.bench.ts'
 
 export interface PacedOptions {
@@ -22,7 +28,7 @@ export interface PacedOptions {
   /** Requests per second. */
   rate: number
   seconds: number
-  /** Keep-alive sockets at most; requests beyond them queue (and their wait counts). */
+  /** Keep-alive connections, all opened before the clock starts; requests beyond them queue (and their wait counts). */
   sockets: number
   method: string
   headers: Record<string, string>
@@ -42,46 +48,120 @@ export interface PacedResult {
   cpuUs?: number
 }
 
+interface Outstanding { sentAt: number }
+
+/** One keep-alive connection answering its requests in order (no pipelining: one at a time). */
+class Connection {
+  readonly socket: Socket
+  #buffer: Buffer = Buffer.alloc(0)
+  #current: Outstanding | undefined
+  constructor(socket: Socket, onResponse: (c: Connection, sentAt: number, status: number, body: string) => void, onError: (c: Connection) => void) {
+    this.socket = socket
+    socket.setNoDelay(true)
+    socket.on('data', (chunk: Buffer) => {
+      this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk])
+      for (;;) {
+        const end = this.#buffer.indexOf('\r\n\r\n')
+        if (end < 0 || this.#current === undefined) return
+        const head = this.#buffer.toString('latin1', 0, end)
+        const length = /\r\ncontent-length: *(\d+)/i.exec(head)
+        if (length === null) { onError(this); return }
+        const total = end + 4 + Number(length[1])
+        if (this.#buffer.length < total) return
+        const body = this.#buffer.toString('utf8', end + 4, total)
+        this.#buffer = this.#buffer.subarray(total)
+        const sentAt = this.#current.sentAt
+        this.#current = undefined
+        onResponse(this, sentAt, Number(head.slice(9, 12)), body)
+      }
+    })
+    socket.on('error', () => onError(this))
+  }
+
+  get busy(): boolean { return this.#current !== undefined }
+
+  send(request: Buffer, sentAt: number): void {
+    this.#current = { sentAt }
+    this.socket.write(request)
+  }
+
+  /** Fails the request in flight, if any (the connection is gone). */
+  abandon(): boolean {
+    const had = this.#current !== undefined
+    this.#current = undefined
+    return had
+  }
+}
+
+function open(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port })
+    socket.once('connect', () => { socket.off('error', reject); resolve(socket) })
+    socket.once('error', reject)
+  })
+}
+
 export async function paced(opts: PacedOptions): Promise<PacedResult> {
-  const agent = new Agent({ keepAlive: true, maxSockets: opts.sockets })
   const result: PacedResult = { sent: 0, latencies: [], statuses: {}, badBodies: 0, errors: 0, seconds: opts.seconds }
   const total = Math.round(opts.rate * opts.seconds)
   const interval = 1000 / opts.rate
+  const fixedHeaders = Object.entries(opts.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  const build = () => {
+    const { path, body } = opts.next()
+    const payload = body === undefined ? Buffer.alloc(0) : Buffer.from(body)
+    const head = `${opts.method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${fixedHeaders}content-length: ${payload.length}\r\n\r\n`
+    return Buffer.concat([Buffer.from(head, 'latin1'), payload])
+  }
+  // Bodies are built before the clock starts, like autocannon's.
+  const requests = Array.from({ length: total }, build)
+
   let done = 0
   let finish!: () => void
   const finished = new Promise<void>((resolve) => { finish = resolve })
   const settle = () => { if (++done === total) finish() }
+  const waiting: { request: Buffer; sentAt: number }[] = []
+  const idle: Connection[] = []
 
-  const fire = () => {
-    const sentAt = performance.now()
-    const { path, body } = opts.next()
-    const req = request({ agent, host: '127.0.0.1', port: opts.port, method: opts.method, path, headers: opts.headers, timeout: 10_000 }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('end', () => {
-        const code = String(res.statusCode)
-        result.statuses[code] = (result.statuses[code] ?? 0) + 1
-        if (code.startsWith('2')) {
-          result.latencies.push(performance.now() - sentAt)
-          if (!opts.ok(Buffer.concat(chunks).toString('utf8'))) result.badBodies++
-        }
-        settle()
-      })
-    })
-    req.on('timeout', () => req.destroy(new Error('timeout')))
-    req.on('error', () => { result.errors++; settle() })
-    req.end(body)
+  const release = (c: Connection) => {
+    const next = waiting.shift()
+    if (next !== undefined) c.send(next.request, next.sentAt)
+    else idle.push(c)
+  }
+  const onResponse = (c: Connection, sentAt: number, status: number, body: string) => {
+    const code = String(status)
+    result.statuses[code] = (result.statuses[code] ?? 0) + 1
+    if (code.startsWith('2')) {
+      result.latencies.push(performance.now() - sentAt)
+      if (!opts.ok(body)) result.badBodies++
+    }
+    settle()
+    release(c)
+  }
+  const onError = (c: Connection) => {
+    c.socket.destroy()
+    const i = idle.indexOf(c)
+    if (i >= 0) idle.splice(i, 1)
+    if (c.abandon()) { result.errors++; settle() }
+  }
+  const connections = await Promise.all(Array.from({ length: Math.max(1, opts.sockets) }, () => open(opts.port)))
+  for (const socket of connections) idle.push(new Connection(socket, onResponse, onError))
+
+  const fire = (request: Buffer, sentAt: number) => {
+    // Most recently used first: the same few connections stay warm at low load.
+    const c = idle.pop()
+    if (c !== undefined) c.send(request, sentAt)
+    else waiting.push({ request, sentAt })
   }
 
   const start = performance.now()
   const tick = () => {
     const now = performance.now()
-    for (; result.sent < total && start + result.sent * interval <= now; result.sent++) fire()
+    for (; result.sent < total && start + result.sent * interval <= now; result.sent++) fire(requests[result.sent]!, now)
     if (result.sent < total) setTimeout(tick, Math.max(0, Math.min(1, start + result.sent * interval - performance.now())))
   }
   tick()
   if (total > 0) await finished
-  agent.destroy()
+  for (const socket of connections) socket.destroy()
   return result
 }
 
