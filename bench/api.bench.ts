@@ -83,7 +83,7 @@ async function startServer(label: string, mode: 'bare' | 'app', env: Record<stri
   if (CPU_PROF_DIR !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${label}.cpuprofile`)
   // Only what the server needs: nothing from this shell's DATABASE_URL, KNS_SECRET, ...
   const childEnv: Record<string, string> = { ...env, BENCH_MODE: mode }
-  for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[name] !== undefined) childEnv[name] = process.env[name]
+  for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'UV_THREADPOOL_SIZE']) if (process.env[name] !== undefined) childEnv[name] = process.env[name]
   const child: ChildProcess = fork(new URL('./server.ts', import.meta.url), [], { env: childEnv, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
   const port = await new Promise<number>((resolvePort, reject) => {

@@ -7,6 +7,8 @@
  *   BENCH_MODE=bare  a bare Fastify app with `GET /bare` (the baseline)
  *   BENCH_MODE=app   the real service, configured from the environment like `kns serve`
  */
+// First, as in `kns serve`: sizes the thread pool before anything can start it.
+import '../src/lib/threadpool.ts'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { loadConfig } from '../src/config.ts'
 import { buildApp } from '../src/http/app.ts'

@@ -70,11 +70,15 @@ const INSERT_ONE = `INSERT INTO approvals (${APPROVAL_COLUMNS})
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
   ON CONFLICT (api_key_id, reference_number) DO NOTHING`
 
-/** PostgreSQL: a batch as one array per column. New approvals have no wallet, proof or decision yet. */
+/**
+ * PostgreSQL: a batch as one JSON array of rows (JSON.stringify is native; pg's escaping of
+ * array parameters, one per column, cost more than the insert). New approvals have no
+ * wallet, proof or decision yet.
+ */
 const INSERT_MANY = `INSERT INTO approvals (${APPROVAL_COLUMNS})
-  SELECT a, k, v, r, h, t, m, s, c, me, o, p, st, NULL, NULL, cr, ex, NULL
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-    $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[]) AS x (a, k, v, r, h, t, m, s, c, me, o, p, st, cr, ex)
+  SELECT e ->> 0, e ->> 1, e ->> 2, e ->> 3, e ->> 4, e ->> 5, e ->> 6, e ->> 7, e ->> 8, e ->> 9, e ->> 10, e ->> 11, e ->> 12,
+    NULL, NULL, CAST(e ->> 13 AS BIGINT), CAST(e ->> 14 AS BIGINT), NULL
+  FROM jsonb_array_elements(CAST($1 AS jsonb)) e
   ON CONFLICT (api_key_id, reference_number) DO NOTHING RETURNING approval_number`
 
 async function insertOne(ex: Executor, a: Approval): Promise<boolean> {
@@ -100,15 +104,11 @@ async function insertBatch(db: Database, batch: Approval[]): Promise<(boolean | 
   if (batch.some((a) => a.status !== 'pending' || a.wallet !== null || a.proof !== null || a.decidedAt !== null)) {
     throw new Error('only new (pending) approvals are inserted')
   }
-  const columns = [
-    batch.map((a) => a.approvalNumber), batch.map((a) => a.apiKeyId), batch.map((a) => a.vendorBrand), batch.map((a) => a.referenceNumber),
-    batch.map((a) => a.requestHash), batch.map((a) => a.title), batch.map((a) => a.message), batch.map((a) => a.successRedirectUrl),
-    batch.map((a) => a.cancelRedirectUrl), batch.map((a) => a.method), batch.map((a) => a.objectId), batch.map((a) => a.phoneNumber),
-    batch.map((a) => a.status), batch.map((a) => a.createdAt), batch.map((a) => a.expiresAt),
-  ]
+  const rows = JSON.stringify(batch.map((a) => [a.approvalNumber, a.apiKeyId, a.vendorBrand, a.referenceNumber, a.requestHash, a.title,
+    a.message, a.successRedirectUrl, a.cancelRedirectUrl, a.method, a.objectId, a.phoneNumber, a.status, a.createdAt, a.expiresAt]))
   let stored: Set<string>
   try {
-    stored = new Set((await db.all<{ approval_number: string }>(INSERT_MANY, columns)).map((r) => r.approval_number))
+    stored = new Set((await db.all<{ approval_number: string }>(INSERT_MANY, [rows])).map((r) => r.approval_number))
   } catch {
     // One bad row fails the whole statement: one statement each, so only that one fails.
     return Promise.all(batch.map((a) => insertOne(db, a).catch(asError)))

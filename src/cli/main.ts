@@ -1,3 +1,5 @@
+// First: sizes the thread pool before anything can start it.
+import '../lib/threadpool.ts'
 import { loadConfig, loadDotEnv } from '../config.ts'
 import { migrate, schemaVersion } from '../db/migrations.ts'
 import { openDatabase } from '../db/open.ts'
