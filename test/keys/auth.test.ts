@@ -3,7 +3,8 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { startHarness, type Harness } from '../helpers.ts'
 import { loadConfig } from '../../src/config.ts'
-import { createApiKey, listApiKeys, revokeApiKey } from '../../src/keys/api-keys.ts'
+import { ApiKeyAuthenticator, createApiKey, listApiKeys, revokeApiKey } from '../../src/keys/api-keys.ts'
+import type { Executor } from '../../src/db/engine.ts'
 import { openService } from '../../src/service.ts'
 import { approvalBody, assertError, post, register, sleep } from '../support/kns.ts'
 import { findByPhone } from '../../src/identity/numbers.ts'
@@ -103,6 +104,28 @@ describe('revocation', () => {
     }
     await sleep(1000)
     assertError(await post(h, url, approvalBody({ phoneNumber: phone }), { 'x-api-key': created.key }), 401, 'UNAUTHORIZED')
+  })
+
+  test('a key in use is re-read in the background before its entry expires; a revocation still ends it within the bound', async () => {
+    const created = await newKey()
+    let reads = 0
+    const db = h.service.db
+    const counting = { ...db, engine: db.engine, get: (sql: string, params?: readonly unknown[]) => { reads++; return db.get(sql, params) } } as unknown as Executor
+    const auth = new ApiKeyAuthenticator(counting)
+    await auth.authenticate(created.key)
+    assert.equal(reads, 1)
+    await sleep(350)
+    // Less than 200 ms left: answered from the entry, and one read starts behind it.
+    await Promise.all([auth.authenticate(created.key), auth.authenticate(created.key)])
+    await sleep(50)
+    assert.equal(reads, 2)
+    await sleep(200)
+    // Past the first entry's 500 ms: the background read renewed it, nothing waits.
+    await auth.authenticate(created.key)
+    assert.equal(reads, 2)
+    await revokeApiKey(db, created.id)
+    await sleep(600)
+    await assert.rejects(auth.authenticate(created.key), /revoked/)
   })
 
   test('revoking is idempotent and listed; other keys keep working', async () => {
