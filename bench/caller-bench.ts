@@ -65,7 +65,7 @@ export function callerNote(sizes: { numbers: number; keystores: number }, halfRa
     `${RESIGN_AFTER_S} s (CALL_MAX_AGE_S at its default 60 s); the key cache warmed with one lookup per number first. ` +
     `crypto.verify: raw ES256 verification (P-256 KeyObject, r||s signatures) in one process doing nothing else, in the ` +
     `slices between the endpoint's. "at 0.5 × peak": half the peak measured just before, ${halfRateS} s evenly paced ` +
-    `(open loop, latency from sending; the target applies), with the bare route paced alike as reference (the machine's ` +
+    `(open loop over keep-alive connections opened beforehand, latency from sending; the target applies), with the bare route paced alike as reference (the machine's ` +
     `own p99) and ${halfRateS} s of autocannon overallRate for comparison (it sends each connection's per-second quota in a ` +
     `burst and over-corrects latency with a 1 ms expected interval); in turns, ${sliceS} s slices.`
 }
