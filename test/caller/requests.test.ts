@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startHarness, type Harness } from '../helpers.ts'
+import type { Harness } from '../helpers.ts'
 import { assertError } from '../support/kns.ts'
 import {
-  callerNumber, claims, localLedger, randomPhone, shakenHeader, signRaw, sleep, verifyCall, type CallerNumber, type Response,
+  callerNumber, callerSetup, claims, localLedger, randomPhone, shakenHeader, signRaw, sleep, verifyCall, type CallerNumber, type Response,
 } from '../support/caller.ts'
 
 let h: Harness
@@ -17,11 +17,9 @@ let jwt: string
 const dest = randomPhone()
 
 before(async () => {
-  h = await startHarness()
-  key = await h.key({ scopes: ['caller'] })
-  num = await callerNumber(h, { keystores: 3 })
-  const s = num.signers[0]!
-  jwt = signRaw(shakenHeader(s.keyId), claims(num.phone, dest), s.privateKey)
+  let signer
+  ;({ h, key, num, signer } = await callerSetup({ keystores: 3 }))
+  jwt = signRaw(shakenHeader(signer.keyId), claims(num.phone, dest), signer.privateKey)
 })
 
 after(async () => {

@@ -11,9 +11,9 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { compactVerify, importSPKI, jwtVerify } from 'jose'
 import { signPassport } from '../../src/cli/caller-commands.ts'
-import { startHarness, type Harness } from '../helpers.ts'
+import type { Harness } from '../helpers.ts'
 import {
-  callerNumber, claims, derToJose, expectRejected, expectVerified, joseSign, localLedger, nowS, opensslKeyPair, opensslSign,
+  callerNumber, callerSetup, claims, derToJose, expectRejected, expectVerified, joseSign, localLedger, nowS, opensslKeyPair, opensslSign,
   randomPhone, shakenHeader, signRaw, type CallerNumber, type Signer,
 } from '../support/caller.ts'
 
@@ -25,10 +25,7 @@ let dir: string
 const dest = randomPhone()
 
 before(async () => {
-  h = await startHarness()
-  key = await h.key({ scopes: ['caller'] })
-  num = await callerNumber(h)
-  signer = num.signers[0]!
+  ;({ h, key, num, signer } = await callerSetup())
   dir = mkdtempSync(join(tmpdir(), 'kns-caller-'))
 })
 

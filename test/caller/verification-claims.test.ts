@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import { verifyCall as runPipeline } from '../../src/caller/verify-call.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import {
-  callerNumber, claims, expectRejected, expectVerified, nowS, randomPhone, shakenHeader, signRaw, STEPS,
+  callerNumber, callerSetup, claims, expectRejected, expectVerified, nowS, randomPhone, shakenHeader, signRaw, STEPS,
   type CallerNumber, type Signer,
 } from '../support/caller.ts'
 
@@ -18,12 +18,7 @@ let num: CallerNumber
 let signer: Signer
 const dest = randomPhone()
 
-before(async () => {
-  h = await startHarness()
-  key = await h.key({ scopes: ['caller'] })
-  num = await callerNumber(h)
-  signer = num.signers[0]!
-})
+before(async () => { ({ h, key, num, signer } = await callerSetup()) })
 
 after(async () => {
   await h?.close()

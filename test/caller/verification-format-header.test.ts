@@ -7,9 +7,9 @@ import assert from 'node:assert/strict'
 import { generateKeyPairSync } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { importPKCS8, SignJWT, UnsecuredJWT } from 'jose'
-import { startHarness, type Harness } from '../helpers.ts'
+import type { Harness } from '../helpers.ts'
 import {
-  b64json, callerNumber, claims, expectRejected, expectVerified, randomPhone, shakenHeader, signRaw, verifyCall,
+  b64json, callerSetup, claims, expectRejected, expectVerified, randomPhone, shakenHeader, signRaw, verifyCall,
   type CallerNumber, type Signer,
 } from '../support/caller.ts'
 
@@ -19,12 +19,7 @@ let num: CallerNumber
 let signer: Signer
 const dest = randomPhone()
 
-before(async () => {
-  h = await startHarness()
-  key = await h.key({ scopes: ['caller'] })
-  num = await callerNumber(h)
-  signer = num.signers[0]!
-})
+before(async () => { ({ h, key, num, signer } = await callerSetup()) })
 
 after(async () => {
   await h?.close()

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { linkNumber } from '../../src/identity/numbers.ts'
-import { startHarness, type Harness } from '../helpers.ts'
+import type { Harness } from '../helpers.ts'
 import {
-  b64json, callerNumber, claims, expectRejected, expectVerified, localLedger, newSigner, randomObjectId, randomPhone, shakenHeader,
+  b64json, callerNumber, callerSetup, claims, expectRejected, expectVerified, localLedger, newSigner, randomObjectId, randomPhone, shakenHeader,
   signRaw, signRawDer, sleep, type CallerNumber, type Signer,
 } from '../support/caller.ts'
 
@@ -20,12 +20,7 @@ let signer: Signer
 const dest = randomPhone()
 const NO_KID = { alg: 'ES256', typ: 'passport', ppt: 'shaken' }
 
-before(async () => {
-  h = await startHarness()
-  key = await h.key({ scopes: ['caller'] })
-  num = await callerNumber(h)
-  signer = num.signers[0]!
-})
+before(async () => { ({ h, key, num, signer } = await callerSetup()) })
 
 after(async () => {
   await h?.close()

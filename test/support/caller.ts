@@ -9,7 +9,7 @@ import { createHash, generateKeyPairSync, randomBytes, randomInt, randomUUID, si
 import { join } from 'node:path'
 import type { LightMyRequestResponse } from 'fastify'
 import { importPKCS8, SignJWT, type JWTHeaderParameters } from 'jose'
-import type { Harness } from '../helpers.ts'
+import { startHarness, type Harness } from '../helpers.ts'
 import { linkNumber } from '../../src/identity/numbers.ts'
 import { LocalLedger } from '../../src/ledger/local-ledger.ts'
 
@@ -333,4 +333,14 @@ export function injectProbe(h: Harness, apiKey: string, n: CallerNumber, signer:
     const body = res.json() as { success: boolean; debug: { reason?: string } }
     return { success: body.success, ...(body.debug.reason === undefined ? {} : { reason: body.debug.reason }) }
   }
+}
+
+export interface CallerSetup { h: Harness; key: string; num: CallerNumber; signer: Signer }
+
+/** What the verification tests share: a harness, a key with scope `caller`, one number with its keystores, its first signer. */
+export async function callerSetup(options: { keystores?: number } = {}): Promise<CallerSetup> {
+  const h = await startHarness()
+  const key = await h.key({ scopes: ['caller'] })
+  const num = await callerNumber(h, options)
+  return { h, key, num, signer: num.signers[0]! }
 }
