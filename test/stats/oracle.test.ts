@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
+import { prng } from '../../src/stats/demo.ts'
 import { normalizePeriod } from '../../src/stats/time.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { expectedGlobal, expectedRange, observedRange, type RawSession } from './oracle.ts'
@@ -14,17 +15,6 @@ const DAY = 24 * HOUR
 const T0 = Date.UTC(2024, 0, 3, 7, 13)
 const SPAN = 400 * DAY
 const SEED = Number(process.env.STATS_ORACLE_SEED ?? 20240601)
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const random = prng(SEED)
 const pick = (n: number) => Math.floor(random() * n)

@@ -3,17 +3,10 @@
  * what the rollup-based answers must equal exactly.
  */
 import { bucketsOf, bucketStart, type Period } from '../../src/stats/time.ts'
+import type { Session } from '../../src/stats/validate-session.ts'
 
-export interface RawSession {
-  sessionId: string
-  network: 'gateway' | 'wifi'
-  nodeUid: string
-  clientId: string
-  start: number
-  end: number
-  bytesUp: number
-  bytesDown: number
-}
+/** A session as ingested (clientId still raw). */
+export type RawSession = Session
 
 const bytesOf = (s: RawSession) => s.bytesUp + s.bytesDown
 
