@@ -68,14 +68,20 @@ function fail(err: unknown): void {
   else if (remaining() <= 0) tick()
 }
 
-/** Connects `wallet`, insists on the owner's account, then runs the approval. */
-async function approveWith(wallet: Wallet): Promise<void> {
-  if (busy || details === null) return
-  const current = details
+/** Starts approve or cancel: null when another action runs or nothing is loaded; else the request, with the page set busy. */
+function beginAction(): Details | null {
+  if (busy || details === null) return null
   busy = true
   setBusy(true)
   hideWalletPicker()
   showError(null)
+  return details
+}
+
+/** Connects `wallet`, insists on the owner's account, then runs the approval. */
+async function approveWith(wallet: Wallet): Promise<void> {
+  const current = beginAction()
+  if (current === null) return
   try {
     setProgress(`Connecting to ${wallet.name}…`)
     let accounts
@@ -127,12 +133,8 @@ function onApprove(): void {
 }
 
 async function onCancel(): Promise<void> {
-  if (busy || details === null) return
-  const current = details
-  busy = true
-  setBusy(true)
-  hideWalletPicker()
-  showError(null)
+  const current = beginAction()
+  if (current === null) return
   setProgress('Cancelling the request…')
   try {
     await cancelApproval(current.approvalNumber)
