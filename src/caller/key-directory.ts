@@ -3,6 +3,7 @@ import type { Database } from '../db/engine.ts'
 import { ChangeWatcher } from '../db/change-signal.ts'
 import { CALLER_TOPIC, findByPhone } from '../identity/numbers.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import { SingleFlight } from '../lib/single-flight.ts'
 import { parseP256PublicKey } from './keys.ts'
 
 type CryptoKey = webcrypto.CryptoKey
@@ -53,7 +54,7 @@ export class KeyDirectory {
   readonly #ttlMs: number
   readonly #entries = new Map<string, Entry>()
   readonly #byTag = new Map<string, Set<string>>()
-  readonly #inflight = new Map<string, Promise<Resolution>>()
+  readonly #inflight = new SingleFlight<string, Resolution>()
   /** Bumped on every invalidation, so a lookup that raced one is not cached stale. */
   #generation = 0
 
@@ -83,12 +84,7 @@ export class KeyDirectory {
   async resolve(phone: string): Promise<Resolution> {
     const hit = this.#entries.get(phone)
     if (hit !== undefined && hit.expiresAt > Date.now()) return hit.value
-    let pending = this.#inflight.get(phone)
-    if (pending === undefined) {
-      pending = this.#load(phone).finally(() => this.#inflight.delete(phone))
-      this.#inflight.set(phone, pending)
-    }
-    return pending
+    return this.#inflight.run(phone, () => this.#load(phone))
   }
 
   async #load(phone: string): Promise<Resolution> {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Executor } from '../db/engine.ts'
 import { NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
+import { SingleFlight } from '../lib/single-flight.ts'
 
 export const SCOPES = ['approvals', 'caller', 'admin'] as const
 export type Scope = (typeof SCOPES)[number]
@@ -98,7 +99,7 @@ export async function countApiKeys(db: Executor): Promise<number> {
 export class ApiKeyAuthenticator {
   readonly #db: Executor
   readonly #cache = new Map<string, { row: ApiKeyRow | undefined; until: number }>()
-  readonly #reading = new Map<string, Promise<ApiKeyRow | undefined>>()
+  readonly #reading = new SingleFlight<string, ApiKeyRow | undefined>()
   /** Presented key -> the key verified against a cached row: no re-hash while that row stays cached. */
   readonly #verified = new Map<string, { key: ApiKey; id: string; row: ApiKeyRow }>()
 
@@ -109,15 +110,8 @@ export class ApiKeyAuthenticator {
   async authenticate(presented: string | undefined): Promise<ApiKey> {
     if (presented === undefined || presented === '') throw new UnauthorizedError('missing API key: send it in the x-api-key header')
     const known = this.#verified.get(presented)
-    if (known !== undefined) {
-      const entry = this.#cache.get(known.id)
-      const now = Date.now()
-      // Still the row it was verified against (a re-read replaces the row object), and fresh.
-      if (entry !== undefined && entry.row === known.row && entry.until > now) {
-        if (entry.until - now < REFRESH_AHEAD_MS) this.#read(known.id).catch(() => {})
-        return known.key
-      }
-    }
+    // Still the row it was verified against (a re-read replaces the row object), and fresh.
+    if (known !== undefined && this.#fresh(known.id)?.row === known.row) return known.key
     const match = KEY_FORMAT.exec(presented)
     if (match === null) throw new UnauthorizedError('invalid API key')
     const [, id, secret] = match as unknown as [string, string, string]
@@ -134,29 +128,29 @@ export class ApiKeyAuthenticator {
   }
 
   async #lookup(id: string): Promise<ApiKeyRow | undefined> {
-    const hit = this.#cache.get(id)
+    const entry = this.#fresh(id)
+    return entry !== undefined ? entry.row : this.#read(id)
+  }
+
+  /** The cached entry of `id` while fresh, re-read in the background ahead of its expiry; undefined once expired. */
+  #fresh(id: string): { row: ApiKeyRow | undefined } | undefined {
+    const entry = this.#cache.get(id)
     const now = Date.now()
-    if (hit !== undefined && hit.until > now) {
-      // A failed background read changes nothing: the entry still expires on time.
-      if (hit.until - now < REFRESH_AHEAD_MS) this.#read(id).catch(() => {})
-      return hit.row
-    }
-    return this.#read(id)
+    if (entry === undefined || entry.until <= now) return undefined
+    // A failed background read changes nothing: the entry still expires on time.
+    if (entry.until - now < REFRESH_AHEAD_MS) this.#read(id).catch(() => {})
+    return entry
   }
 
   /** One read per key at a time; concurrent callers share it. */
   #read(id: string): Promise<ApiKeyRow | undefined> {
-    let pending = this.#reading.get(id)
-    if (pending === undefined) {
+    return this.#reading.run(id, async () => {
       const startedAt = Date.now()
-      pending = this.#db.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id]).then((row) => {
-        if (this.#cache.size > 10_000) this.#cache.clear()
-        // From when the read started: the row may have changed since.
-        this.#cache.set(id, { row, until: startedAt + CACHE_TTL_MS })
-        return row
-      }).finally(() => this.#reading.delete(id))
-      this.#reading.set(id, pending)
-    }
-    return pending
+      const row = await this.#db.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id])
+      if (this.#cache.size > 10_000) this.#cache.clear()
+      // From when the read started: the row may have changed since.
+      this.#cache.set(id, { row, until: startedAt + CACHE_TTL_MS })
+      return row
+    })
   }
 }

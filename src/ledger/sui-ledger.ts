@@ -8,6 +8,7 @@ import {
 } from '@mysten/sui/utils'
 import type { Executor } from '../db/engine.ts'
 import { LedgerUnavailableError, LedgerUnsupportedError } from '../errors.ts'
+import { SingleFlight } from '../lib/single-flight.ts'
 import type { Keystore, KeystoreKey, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
 
 export interface SuiLedgerOptions {
@@ -178,7 +179,7 @@ export class SuiLedger implements Ledger {
   /** Used to verify zkLogin signatures (JWKs and epoch come from the chain). */
   get coreClient(): SuiGraphQLClient { return this.#client }
   /** Concurrent identical reads share one request, so a burst costs one RPC. */
-  readonly #inflight = new Map<string, Promise<unknown>>()
+  readonly #inflight = new SingleFlight<string, unknown>()
 
   constructor(options: SuiLedgerOptions) {
     const pkg = normalizeSuiAddress(options.knsPackageId)
@@ -314,11 +315,7 @@ export class SuiLedger implements Ledger {
   }
 
   #once<T>(key: string, load: () => Promise<T>): Promise<T> {
-    const pending = this.#inflight.get(key)
-    if (pending !== undefined) return pending as Promise<T>
-    const promise = load().finally(() => this.#inflight.delete(key))
-    this.#inflight.set(key, promise)
-    return promise
+    return this.#inflight.run(key, load) as Promise<T>
   }
 
   async #query<Result, Variables>(

@@ -4,27 +4,24 @@
  * most): the version is read from the database on every request, so a kept answer is never
  * served after any process changed the data.
  */
+import { SingleFlight } from '../lib/single-flight.ts'
+
 const KEPT = 256
 
 export class AnswerCache {
-  readonly #inFlight = new Map<string, Promise<unknown>>()
+  readonly #inFlight = new SingleFlight<string, unknown>()
   readonly #kept = new Map<string, unknown>()
 
   /** The answer for `key`, computing it at most once at a time. `keep`: the key names immutable data (it includes a version). */
   async get<T>(key: string, compute: () => Promise<T>, keep: boolean): Promise<T> {
     if (keep && this.#kept.has(key)) return this.#kept.get(key) as T
-    let pending = this.#inFlight.get(key) as Promise<T> | undefined
-    if (pending === undefined) {
-      pending = compute()
-      this.#inFlight.set(key, pending)
-      const settle = () => { this.#inFlight.delete(key) }
-      pending.then((value) => {
-        settle()
-        if (!keep) return
+    return this.#inFlight.run(key, async () => {
+      const value = await compute()
+      if (keep) {
         if (this.#kept.size >= KEPT) this.#kept.delete(this.#kept.keys().next().value!)
         this.#kept.set(key, value)
-      }, settle)
-    }
-    return pending
+      }
+      return value
+    }) as Promise<T>
   }
 }
