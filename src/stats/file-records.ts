@@ -95,11 +95,13 @@ class JsonArraySplitter {
  */
 export async function* readRecords(path: string, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<FileRecord[]> {
   const format = formatOf(path)
+  if (format === 'csv') {
+    for await (const { header, rows } of readCsvRows(path, onBytes)) yield rows.map(({ cells, line }) => ({ value: csvObject(header, cells), line }))
+    return
+  }
   const stream = createReadStream(path, { highWaterMark: 1 << 20 })
   const decoder = new TextDecoder('utf-8', { fatal: true })
-  const csv = new CsvParser()
   const json = new JsonArraySplitter()
-  let header: string[] | undefined
   let carry = ''
   let line = 0
   const parse = (text: string): unknown => {
@@ -109,12 +111,7 @@ export async function* readRecords(path: string, onBytes: (bytes: number) => voi
     onBytes(chunk.length)
     const text = decoder.decode(chunk, { stream: true })
     const out: FileRecord[] = []
-    if (format === 'csv') {
-      csv.push(text, (cells, at) => {
-        if (header === undefined) header = cells.map((c) => c.trim())
-        else if (!(cells.length === 1 && cells[0] === '')) out.push({ value: csvObject(header, cells), line: at })
-      })
-    } else if (format === 'json') {
+    if (format === 'json') {
       json.push(text, (element, at) => out.push({ value: parse(element), line: at }))
     } else {
       const lines = (carry + text).split('\n')
@@ -126,15 +123,7 @@ export async function* readRecords(path: string, onBytes: (bytes: number) => voi
     }
     if (out.length > 0) yield out
   }
-  const tail: FileRecord[] = []
-  if (format === 'csv') {
-    csv.end((cells, at) => {
-      if (header !== undefined && !(cells.length === 1 && cells[0] === '')) tail.push({ value: csvObject(header, cells), line: at })
-    })
-  } else if (format === 'ndjson' && carry.trim() !== '') {
-    tail.push({ value: parse(carry), line: line + 1 })
-  }
-  if (tail.length > 0) yield tail
+  if (format === 'ndjson' && carry.trim() !== '') yield [{ value: parse(carry), line: line + 1 }]
 }
 
 /** A CSV record as cells, with the file's header. */

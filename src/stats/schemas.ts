@@ -6,11 +6,15 @@ export type NodeStatus = (typeof NODE_STATUSES)[number]
 export const NETWORKS = ['gateway', 'wifi'] as const
 export type Network = (typeof NETWORKS)[number]
 
-const SINGLE_LINE = '^[^\\u0000-\\u001f\\u007f]*$'
+/** Text shown on a map or page: no control characters. */
+export const SINGLE_LINE = '^[^\\u0000-\\u001f\\u007f]*$'
 const text = (min: number, max: number, description: string, extra: Record<string, unknown> = {}) =>
   Type.String({ minLength: min, maxLength: max, pattern: SINGLE_LINE, description, ...extra })
 
-const Uid = text(1, 128, 'stable node identifier', { examples: ['gw-0001'] })
+/** Bounds of a session's fields (also checked by hand on the import's fast path). */
+export const SESSION_LIMITS = { sessionId: 128, nodeUid: 128, clientId: 256, bytes: 1e15 } as const
+
+const Uid = text(1, SESSION_LIMITS.nodeUid, 'stable node identifier', { examples: ['gw-0001'] })
 const Status = Type.Union([Type.Literal('Online'), Type.Literal('Offline'), Type.Literal('Pending')], { description: 'Online | Offline | Pending (installed, not yet serving)' })
 const Lat = Type.Number({ minimum: -90, maximum: 90, description: 'latitude, degrees' })
 const Lon = Type.Number({ minimum: -180, maximum: 180, description: 'longitude, degrees' })
@@ -46,14 +50,14 @@ const Instant = Type.Union([
   Type.String({ format: 'date-time', description: 'ISO 8601 with a zone' }),
   Type.Integer({ minimum: 0, description: 'epoch milliseconds' }),
 ])
-const Bytes = Type.Integer({ minimum: 0, maximum: 1e15, description: 'bytes (at most 10^15)' })
+const Bytes = Type.Integer({ minimum: 0, maximum: SESSION_LIMITS.bytes, description: 'bytes (at most 10^15)' })
 
 /** One usage session as ingested (the raw clientId is hashed before storage). */
 export const SessionInput = Type.Object({
-  sessionId: text(1, 128, 'unique ID of the session; re-sending a session is harmless'),
+  sessionId: text(1, SESSION_LIMITS.sessionId, 'unique ID of the session; re-sending a session is harmless'),
   network: Type.Union([Type.Literal('gateway'), Type.Literal('wifi')]),
   nodeUid: Uid,
-  clientId: Type.String({ minLength: 1, maxLength: 256, description: 'opaque device ID; only a keyed hash of it is stored' }),
+  clientId: Type.String({ minLength: 1, maxLength: SESSION_LIMITS.clientId, description: 'opaque device ID; only a keyed hash of it is stored' }),
   start: Instant,
   end: Instant,
   bytesUp: Bytes,

@@ -6,6 +6,7 @@
  * accepted records and the reasons of rejected ones are exactly those of the API.
  */
 import { csvObject, formatOf, readCsvRows, readRecords } from './file-records.ts'
+import { SESSION_LIMITS, SINGLE_LINE } from './schemas.ts'
 import { EARLIEST_MS } from './time.ts'
 import { checkSession, FUTURE_TOLERANCE_MS, type Session } from './validate-session.ts'
 
@@ -30,16 +31,16 @@ type Row = [number, string, string, string, string, number, number, number]
 
 const FIELDS = ['sessionId', 'network', 'nodeUid', 'clientId', 'start', 'end', 'bytesUp', 'bytesDown'] as const
 const DIGITS = /^\d{1,16}$/
-const CONTROL = /[\u0000-\u001f\u007f]/
-const MAX_BYTES = 1e15
+const SINGLE_LINE_TEXT = new RegExp(SINGLE_LINE)
+const { sessionId: MAX_SESSION_ID, nodeUid: MAX_NODE_UID, clientId: MAX_CLIENT_ID, bytes: MAX_BYTES } = SESSION_LIMITS
 
 /** The session of a CSV record in the usual shape, or undefined when checkSession must decide. */
 function fastSession(cells: string[], at: number[], now: number): Session | undefined {
   const [sessionId, network, nodeUid, clientId, startText, endText, upText, downText] = at.map((i) => cells[i]!)
   if (network !== 'gateway' && network !== 'wifi') return undefined
-  if (sessionId!.length < 1 || sessionId!.length > 128 || CONTROL.test(sessionId!)) return undefined
-  if (nodeUid!.length < 1 || nodeUid!.length > 128 || CONTROL.test(nodeUid!)) return undefined
-  if (clientId!.length < 1 || clientId!.length > 256) return undefined
+  if (sessionId!.length < 1 || sessionId!.length > MAX_SESSION_ID || !SINGLE_LINE_TEXT.test(sessionId!)) return undefined
+  if (nodeUid!.length < 1 || nodeUid!.length > MAX_NODE_UID || !SINGLE_LINE_TEXT.test(nodeUid!)) return undefined
+  if (clientId!.length < 1 || clientId!.length > MAX_CLIENT_ID) return undefined
   if (!DIGITS.test(startText!) || !DIGITS.test(endText!) || !DIGITS.test(upText!) || !DIGITS.test(downText!)) return undefined
   const start = Number(startText)
   const end = Number(endText)
