@@ -11,14 +11,13 @@
  */
 import type { Database, Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
-import { bumpVersion, lockStats } from './ingest.ts'
+import { bumpVersion, lockStats, SESSION_COLUMNS, sessionRows } from './ingest.ts'
 import { FIRST_EVER, forEachPoint, hourOf, hoursOfWeek, parsePointKey, pointKey, weeksOfHours, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
 import type { RawBatch } from './session-batches.ts'
 import { bucketStart, HOUR, WEEK, WIDTHS } from './time.ts'
 import type { Session } from './validate-session.ts'
 
-const SESSION_COLUMNS = ['start_ms', 'session_id', 'network', 'node_uid', 'client_hash', 'end_ms', 'bytes_up', 'bytes_down']
 const PG_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint']
 
 /**
@@ -58,7 +57,7 @@ export async function insertRawBatch(db: Database, batch: Pick<RawBatch, 'rows' 
 
 /** Stores the sessions not stored yet, and marks their weeks for recomputation. Returns how many were new. */
 export async function insertRawSessions(db: Database, hashClient: (clientId: string) => string, sessions: readonly Session[]): Promise<number> {
-  const rows = sessions.map((s) => [s.start, s.sessionId, s.network, s.nodeUid, hashClient(s.clientId), s.end, s.bytesUp, s.bytesDown])
+  const rows = sessionRows(hashClient, sessions)
   return insertRawBatch(db, { rows, first: sessions.reduce((m, s) => Math.min(m, s.start), Infinity) })
 }
 

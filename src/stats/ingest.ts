@@ -27,7 +27,7 @@ export interface IngestResult {
   duplicates: number
 }
 
-const SESSION_COLUMNS = ['start_ms', 'session_id', 'network', 'node_uid', 'client_hash', 'end_ms', 'bytes_up', 'bytes_down']
+export const SESSION_COLUMNS = ['start_ms', 'session_id', 'network', 'node_uid', 'client_hash', 'end_ms', 'bytes_up', 'bytes_down']
 
 const INSERT_SESSION = `INSERT INTO stats_sessions (${SESSION_COLUMNS.join(', ')}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
   ON CONFLICT (start_ms, session_id) DO NOTHING`
