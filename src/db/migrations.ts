@@ -1,5 +1,5 @@
 import type { Database } from './engine.ts'
-import { STATS_LAYOUT_MIGRATION, STATS_MIGRATION } from '../stats/migration.ts'
+import { STATS_LAYOUT_MIGRATION, STATS_MIGRATION, STATS_WEEK_FIRST_MIGRATION } from '../stats/migration.ts'
 
 export interface Migration {
   version: number
@@ -134,6 +134,12 @@ export const MIGRATIONS: Migration[] = [
     name: 'public statistics: clustered tables for bulk import (SQLite WITHOUT ROWID)',
     up: [],
     only: STATS_LAYOUT_MIGRATION,
+  },
+  {
+    version: 5,
+    name: 'public statistics: client history keyed by week first, first week per network client',
+    up: [],
+    only: STATS_WEEK_FIRST_MIGRATION,
   },
 ]
 

@@ -12,6 +12,7 @@
 import type { Database, Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
 import { bumpVersion, lockStats, SESSION_COLUMNS, sessionRows } from './ingest.ts'
+import { firstWeeksOf, masksOf, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
 import { FIRST_EVER, forEachPoint, hourOf, hoursOfWeek, parsePointKey, pointKey, weeksOfHours, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
 import type { RawBatch } from './session-batches.ts'
@@ -62,32 +63,17 @@ export async function insertRawSessions(db: Database, hashClient: (clientId: str
 }
 
 interface RawRow { network: Network; client_hash: string; start_ms: number; bytes: number }
-interface WeekRow { client_hash: string; week_ms: number; d0: number; d1: number; d2: number; d3: number; d4: number; d5: number; d6: number }
 
-const masksOf = (row: WeekRow) => [row.d0, row.d1, row.d2, row.d3, row.d4, row.d5, row.d6].map(Number)
-
-/** Each client's last active hour before `week` (absent: never active before it). */
-async function lastHoursBefore(ex: Executor, engine: Database['engine'], network: Network, clients: string[], week: number): Promise<Map<string, number>> {
+/**
+ * Each client's last active hour before `week` (absent: never active before it), and the
+ * clients whose first active week on the network is this one (to record).
+ */
+async function lastHoursBefore(ex: Executor, network: Network, clients: string[], week: number): Promise<{ last: Map<string, number>; firstSeen: string[] }> {
+  const first = await firstWeeksOf(ex, network, clients)
+  const rows = await rowsBefore(ex, network, new Map(clients.map((c) => [c, week])), first)
   const last = new Map<string, number>()
-  const take = (row: WeekRow) => last.set(row.client_hash, hoursOfWeek(Number(row.week_ms), masksOf(row)).at(-1)!)
-  const columns = 'client_hash, week_ms, d0, d1, d2, d3, d4, d5, d6'
-  if (engine === 'sqlite') {
-    for (const client of clients) {
-      const row = await ex.get<WeekRow>(`SELECT ${columns} FROM stats_client_weeks WHERE network = $1 AND client_hash = $2 AND week_ms < $3
-        ORDER BY week_ms DESC LIMIT 1`, [network, client, week])
-      if (row !== undefined) take(row)
-    }
-    return last
-  }
-  for (let offset = 0; offset < clients.length; offset += 1000) {
-    const chunk = clients.slice(offset, offset + 1000)
-    const values = chunk.map((_, i) => `(CAST($${i + 3} AS TEXT))`).join(', ')
-    const rows = await ex.all<WeekRow>(`WITH c (h) AS (VALUES ${values})
-      SELECT x.* FROM c CROSS JOIN LATERAL (SELECT ${columns} FROM stats_client_weeks z
-        WHERE z.network = $1 AND z.client_hash = c.h AND z.week_ms < $2 ORDER BY z.week_ms DESC LIMIT 1) x`, [network, week, ...chunk])
-    for (const row of rows) take(row)
-  }
-  return last
+  for (const [client, row] of rows) last.set(client, hoursOfWeek(row.week_ms, masksOf(row)).at(-1)!)
+  return { last, firstSeen: clients.filter((c) => (first.get(c) ?? Infinity) > week) }
 }
 
 interface Sums { sessions: number; bytes: number; clients: number; newClients: number }
@@ -117,6 +103,7 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
   const bucketRows: unknown[][] = []
   const pointRows: unknown[][] = []
   const weekRows: unknown[][] = []
+  const newToImport = new Set<string>()
   for (const network of ['gateway', 'wifi'] as const) {
     const clients = hours.get(network) ?? new Map<string, Set<number>>()
     const buckets = new Map<number, Map<number, Sums>>(WIDTHS.map((w) => [w, new Map()]))
@@ -133,8 +120,11 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
         b.bytes += s.bytes
       }
     }
+    // Clients this import has not met yet on this network: their history is in the database.
     const unknown = [...clients.keys()].filter((c) => !lastHours.has(`${network}|${c}`))
-    const found = await lastHoursBefore(ex, engine, network, unknown, week)
+    const { last: found, firstSeen } = await lastHoursBefore(ex, network, unknown, week)
+    await recordFirstWeeks(ex, network, firstSeen.map((c) => [c, week]))
+    for (const c of unknown) newToImport.add(c)
     const points: PointCounts = new Map()
     for (const [client, set] of clients) {
       const key = `${network}|${client}`
@@ -147,7 +137,7 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
         const k = pointKey(p)
         points.set(k, (points.get(k) ?? 0) + 1)
       })
-      for (const [w, masks] of weeksOfHours(sorted)) weekRows.push([network, client, w, ...masks])
+      for (const [w, masks] of weeksOfHours(sorted)) weekRows.push([network, w, client, ...masks])
       lastHours.set(key, sorted.at(-1)!)
     }
     for (const [width, byStart] of buckets) {
@@ -163,11 +153,11 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
 
   await insertRows(ex, engine, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows)
   await insertRows(ex, engine, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
-  await insertRows(ex, engine, 'stats_client_weeks', ['network', 'client_hash', 'week_ms', 'd0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6'], weekRows,
-    `ON CONFLICT (network, client_hash, week_ms) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
+  await insertRows(ex, engine, 'stats_client_weeks', WEEK_COLUMNS, weekRows,
+    `ON CONFLICT (network, week_ms, client_hash) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
      d3 = excluded.d3, d4 = excluded.d4, d5 = excluded.d5, d6 = excluded.d6`)
-  const everyClient = new Set(raw.map((r) => r.client_hash))
-  const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...everyClient].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
+  // Every client met before in this import is in stats_clients already.
+  const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...newToImport].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
   return changed
 }
 
@@ -186,17 +176,18 @@ const STEP_MS = 1000
 export async function rebuildPending(db: Database, onWeek: (done: number, total: number) => void = () => {}): Promise<number> {
   // Each client's last active hour, carried from week to week (bounded by the number of clients).
   const lastHours = new Map<string, number>()
-  let expected: number | null = null
+  let expected: { week: number; version: number } | null = null
   let done = 0
   for (;;) {
     const step = await db.transaction(async (tx) => {
       await lockStats(db, tx)
-      const meta = await tx.get<{ rebuild_from: number | null; last: number | null }>(
-        'SELECT rebuild_from, (SELECT MAX(start_ms) FROM stats_sessions) AS last FROM stats_meta WHERE id = 1')
+      const meta = await tx.get<{ rebuild_from: number | null; version: number; last: number | null }>(
+        'SELECT rebuild_from, version, (SELECT MAX(start_ms) FROM stats_sessions) AS last FROM stats_meta WHERE id = 1')
       if (meta?.rebuild_from === null || meta?.rebuild_from === undefined) return null
       let week = Number(meta.rebuild_from)
-      // Another import marked an earlier week meanwhile: what was carried is ahead of it.
-      if (expected !== null && week !== expected) lastHours.clear()
+      // Another import marked an earlier week, or API ingestion changed some client's history,
+      // since the last step: what was carried may be out of date.
+      if (expected !== null && (week !== expected.week || Number(meta.version) !== expected.version)) lastHours.clear()
       const last = Number(meta.last ?? week)
       const started = performance.now()
       let weeks = 0
@@ -210,10 +201,10 @@ export async function rebuildPending(db: Database, onWeek: (done: number, total:
       } while (next <= last && performance.now() - started < STEP_MS)
       await tx.run('UPDATE stats_meta SET rebuild_from = $1 WHERE id = 1', [next > last ? null : next])
       await bumpVersion(tx, newClients)
-      return { next, weeks, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
+      return { next, version: Number(meta.version) + 1, weeks, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
     })
     if (step === null) return done
-    expected = step.next
+    expected = { week: step.next, version: step.version }
     done += step.weeks
     onWeek(done, done + step.remaining)
   }

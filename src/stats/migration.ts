@@ -135,3 +135,35 @@ export const STATS_LAYOUT_MIGRATION: { sqlite: string[]; postgres: string[] } = 
   ],
   postgres: [],
 }
+
+/**
+ * Migration 5: client history keyed by week first. A bulk import writes each week's client
+ * rows together, so keyed by client first they landed all over the table and every commit
+ * rewrote most of it; keyed by week they append. A client's own rows are then found by point
+ * lookups, bounded by its first week per network, kept in stats_network_clients (client-history.ts).
+ */
+function weekFirstLayout(withoutRowid: string): string[] {
+  const columns = 'network, week_ms, client_hash, d0, d1, d2, d3, d4, d5, d6'
+  return [
+    `CREATE TABLE stats_client_weeks_v5 (
+      network TEXT NOT NULL, week_ms BIGINT NOT NULL, client_hash TEXT NOT NULL,
+      d0 INTEGER NOT NULL, d1 INTEGER NOT NULL, d2 INTEGER NOT NULL, d3 INTEGER NOT NULL,
+      d4 INTEGER NOT NULL, d5 INTEGER NOT NULL, d6 INTEGER NOT NULL,
+      PRIMARY KEY (network, week_ms, client_hash)
+    )${withoutRowid}`,
+    `INSERT INTO stats_client_weeks_v5 (${columns}) SELECT ${columns} FROM stats_client_weeks`,
+    `CREATE TABLE stats_network_clients (
+      network TEXT NOT NULL, client_hash TEXT NOT NULL, first_week BIGINT NOT NULL,
+      PRIMARY KEY (network, client_hash)
+    )${withoutRowid}`,
+    `INSERT INTO stats_network_clients (network, client_hash, first_week)
+      SELECT network, client_hash, MIN(week_ms) FROM stats_client_weeks GROUP BY network, client_hash`,
+    'DROP TABLE stats_client_weeks',
+    'ALTER TABLE stats_client_weeks_v5 RENAME TO stats_client_weeks',
+  ]
+}
+
+export const STATS_WEEK_FIRST_MIGRATION: { sqlite: string[]; postgres: string[] } = {
+  sqlite: weekFirstLayout(' WITHOUT ROWID'),
+  postgres: weekFirstLayout(''),
+}

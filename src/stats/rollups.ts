@@ -12,6 +12,7 @@
  */
 import type { Database, Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
+import { loadWindows, masksOf, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
 import { addPointChange, FIRST_EVER, hourOf, hoursOfWeek, mergeHours, parsePointKey, weeksOfHours, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
 import { bucketStart, WEEK, WIDTHS } from './time.ts'
@@ -25,11 +26,6 @@ export interface StoredSession {
 }
 
 interface BucketDelta { sessions: number; bytes: number; clients: number; newClients: number }
-
-interface WeekRow { client_hash: string; week_ms: number; d0: number; d1: number; d2: number; d3: number; d4: number; d5: number; d6: number }
-
-/** Clients per history query on PostgreSQL (2 parameters each). */
-const CLIENTS_PER_QUERY = 1000
 
 class Deltas {
   readonly buckets = new Map<string, BucketDelta>()
@@ -49,62 +45,12 @@ class Deltas {
   }
 }
 
-const WINDOW_COLUMNS = 'client_hash, week_ms, d0, d1, d2, d3, d4, d5, d6'
-
-/**
- * Each client's week rows from its last one before `firstWeeks[client]` on. SQLite: one
- * indexed query per client (in process that costs microseconds, and SQLite plans a
- * batched join badly: a scan of every row of the network). PostgreSQL: batches.
- */
-async function loadWindows(ex: Executor, engine: Database['engine'], network: Network, firstWeeks: Map<string, number>): Promise<Map<string, WeekRow[]>> {
-  const windows = new Map<string, WeekRow[]>()
-  const add = (rows: WeekRow[]) => {
-    for (const row of rows) {
-      let list = windows.get(row.client_hash)
-      if (list === undefined) windows.set(row.client_hash, list = [])
-      list.push({ ...row, week_ms: Number(row.week_ms) })
-    }
-  }
-  if (engine === 'sqlite') {
-    for (const [client, week] of firstWeeks) {
-      add(await ex.all<WeekRow>(
-        `SELECT ${WINDOW_COLUMNS} FROM stats_client_weeks WHERE network = $1 AND client_hash = $2 AND week_ms >=
-           COALESCE((SELECT MAX(week_ms) FROM stats_client_weeks WHERE network = $1 AND client_hash = $2 AND week_ms < $3), $3)
-         ORDER BY week_ms`, [network, client, week]))
-    }
-    return windows
-  }
-  const clients = [...firstWeeks.keys()]
-  for (let offset = 0; offset < clients.length; offset += CLIENTS_PER_QUERY) {
-    const chunk = clients.slice(offset, offset + CLIENTS_PER_QUERY)
-    const params: unknown[] = [network]
-    const values = chunk.map((client) => {
-      params.push(client, firstWeeks.get(client))
-      return `(CAST($${params.length - 1} AS TEXT), CAST($${params.length} AS BIGINT))`
-    })
-    // One index probe per client, forced (LATERAL + OFFSET 0 keeps the subquery from being
-    // flattened): while the table's statistics still describe it as small, as during a bulk
-    // import, a plain join was planned as a merge join over every row (1.2 s per query at 600k rows).
-    add(await ex.all<WeekRow>(
-      `WITH c (h, w) AS (VALUES ${values.join(', ')})
-       SELECT x.client_hash, x.week_ms, x.d0, x.d1, x.d2, x.d3, x.d4, x.d5, x.d6
-       FROM c CROSS JOIN LATERAL (
-         SELECT * FROM stats_client_weeks z WHERE z.network = $1 AND z.client_hash = c.h
-           AND z.week_ms >= COALESCE((SELECT MAX(y.week_ms) FROM stats_client_weeks y
-                                      WHERE y.network = $1 AND y.client_hash = c.h AND y.week_ms < c.w), c.w)
-         OFFSET 0) x
-       ORDER BY x.client_hash, x.week_ms`, params))
-  }
-  return windows
-}
-
-const masksOf = (row: WeekRow) => [row.d0, row.d1, row.d2, row.d3, row.d4, row.d5, row.d6].map(Number)
-
 /** Folds the clients' new active hours into the point deltas; returns the week rows to write. */
-async function clientDeltas(ex: Executor, engine: Database['engine'], network: Network, newHours: Map<string, Set<number>>, deltas: Deltas): Promise<unknown[][]> {
+async function clientDeltas(ex: Executor, network: Network, newHours: Map<string, Set<number>>, deltas: Deltas): Promise<unknown[][]> {
   const firstWeeks = new Map<string, number>()
   for (const [client, hours] of newHours) firstWeeks.set(client, bucketStart(Math.min(...hours) * 3_600_000, WEEK))
-  const windows = await loadWindows(ex, engine, network, firstWeeks)
+  const { windows, first } = await loadWindows(ex, network, firstWeeks)
+  await recordFirstWeeks(ex, network, [...firstWeeks].filter(([client, week]) => (first.get(client) ?? Infinity) > week))
   const counts = deltas.pointsOf(network)
   const weekRows: unknown[][] = []
   for (const [client, hourSet] of newHours) {
@@ -116,7 +62,7 @@ async function clientDeltas(ex: Executor, engine: Database['engine'], network: N
     addPointChange(counts, before, after)
     const changedWeeks = new Set(added.map((hour) => bucketStart(hour * 3_600_000, WEEK)))
     for (const [week, masks] of weeksOfHours(after)) {
-      if (changedWeeks.has(week)) weekRows.push([network, client, week, ...masks])
+      if (changedWeeks.has(week)) weekRows.push([network, week, client, ...masks])
     }
   }
   return weekRows
@@ -141,7 +87,7 @@ export async function applyToRollups(ex: Executor, engine: Database['engine'], s
   }
 
   const weekRows: unknown[][] = []
-  for (const [network, newHours] of hoursByNetwork) weekRows.push(...await clientDeltas(ex, engine, network, newHours, deltas))
+  for (const [network, newHours] of hoursByNetwork) weekRows.push(...await clientDeltas(ex, network, newHours, deltas))
 
   const pointRows: unknown[][] = []
   for (const [network, counts] of deltas.points) {
@@ -159,8 +105,8 @@ export async function applyToRollups(ex: Executor, engine: Database['engine'], s
     return [network, Number(width), Number(bucket), d.sessions, d.bytes, d.clients, d.newClients]
   })
 
-  await insertRows(ex, engine, 'stats_client_weeks', ['network', 'client_hash', 'week_ms', 'd0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6'], weekRows,
-    `ON CONFLICT (network, client_hash, week_ms) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
+  await insertRows(ex, engine, 'stats_client_weeks', WEEK_COLUMNS, weekRows,
+    `ON CONFLICT (network, week_ms, client_hash) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
      d3 = excluded.d3, d4 = excluded.d4, d5 = excluded.d5, d6 = excluded.d6`)
   await insertRows(ex, engine, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows,
     'ON CONFLICT (network, width, bucket_ms, prev_ms) DO UPDATE SET clients = stats_bucket_clients.clients + excluded.clients')
