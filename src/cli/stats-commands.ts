@@ -51,7 +51,7 @@ export async function statsCommand(service: Service, sub: string | undefined, { 
     lines.push(`wifi nodes: ${r.read} read, ${r.upserted} upserted`)
   }
   if (files.usage !== undefined) {
-    const r = await importUsage(service.db, createClientHasher(service.secret), files.usage)
+    const r = await importUsage(service.db, service.secret, files.usage)
     const perSecond = Math.round(r.read / Math.max(r.seconds, 1e-3))
     result.usage = { ...r, seconds: +r.seconds.toFixed(3), perSecond }
     lines.push(`usage: ${r.read} sessions read, ${r.inserted} stored, ${r.duplicates} already there (${r.seconds.toFixed(1)} s, ${perSecond}/s)`)

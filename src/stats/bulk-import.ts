@@ -126,7 +126,9 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
     await recordFirstWeeks(ex, network, firstSeen.map((c) => [c, week]))
     for (const c of unknown) newToImport.add(c)
     const points: PointCounts = new Map()
-    for (const [client, set] of clients) {
+    // In key order, so that the rows below are inserted in the order of their primary keys.
+    for (const client of [...clients.keys()].sort()) {
+      const set = clients.get(client)!
       const key = `${network}|${client}`
       const prev = lastHours.get(key) ?? found.get(client) ?? null
       const sorted = [...set].sort((a, b) => a - b)
@@ -145,7 +147,8 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
       await ex.run('DELETE FROM stats_buckets WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
       await ex.run('DELETE FROM stats_bucket_clients WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
     }
-    for (const [k, n] of points) {
+    for (const k of [...points.keys()].sort((a, b) => a - b)) {
+      const n = points.get(k)!
       const p = parsePointKey(k)
       pointRows.push([network, p.width, p.bucket, p.prev, n])
     }
@@ -170,42 +173,63 @@ async function rebuildWeek(ex: Executor, engine: Database['engine'], week: numbe
 const STEP_MS = 1000
 
 /**
- * Recomputes the rollups of every week from stats_meta.rebuild_from on, a few weeks per
- * transaction, advancing the mark with each. `onWeek` reports progress (weeks done, weeks to do).
+ * Recomputes the rollups of the weeks from stats_meta.rebuild_from on, a few weeks per
+ * transaction, advancing the mark with each. One instance carries each client's last active
+ * hour from week to week (bounded by the number of clients), also across calls: an import
+ * recomputes the weeks its file has gone past while it reads the rest.
  */
-export async function rebuildPending(db: Database, onWeek: (done: number, total: number) => void = () => {}): Promise<number> {
-  // Each client's last active hour, carried from week to week (bounded by the number of clients).
-  const lastHours = new Map<string, number>()
-  let expected: { week: number; version: number } | null = null
-  let done = 0
-  for (;;) {
-    const step = await db.transaction(async (tx) => {
-      await lockStats(db, tx)
-      const meta = await tx.get<{ rebuild_from: number | null; version: number; last: number | null }>(
-        'SELECT rebuild_from, version, (SELECT MAX(start_ms) FROM stats_sessions) AS last FROM stats_meta WHERE id = 1')
-      if (meta?.rebuild_from === null || meta?.rebuild_from === undefined) return null
-      let week = Number(meta.rebuild_from)
-      // Another import marked an earlier week, or API ingestion changed some client's history,
-      // since the last step: what was carried may be out of date.
-      if (expected !== null && (week !== expected.week || Number(meta.version) !== expected.version)) lastHours.clear()
-      const last = Number(meta.last ?? week)
-      const started = performance.now()
-      let weeks = 0
-      let newClients = 0
-      let next: number
-      do {
-        newClients += await rebuildWeek(tx, db.engine, week, lastHours)
-        weeks++
-        next = week + WEEK
-        week = next
-      } while (next <= last && performance.now() - started < STEP_MS)
-      await tx.run('UPDATE stats_meta SET rebuild_from = $1 WHERE id = 1', [next > last ? null : next])
-      await bumpVersion(tx, newClients)
-      return { next, version: Number(meta.version) + 1, weeks, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
-    })
-    if (step === null) return done
-    expected = { week: step.next, version: step.version }
-    done += step.weeks
-    onWeek(done, done + step.remaining)
+export class WeekRebuilder {
+  readonly #db: Database
+  readonly #lastHours = new Map<string, number>()
+  #expected: { week: number; version: number } | null = null
+
+  constructor(db: Database) {
+    this.#db = db
   }
+
+  /**
+   * Recomputes the pending weeks that start before `before` (all of them when omitted).
+   * `onWeek` reports progress (weeks done, weeks to do). Returns the number of weeks done.
+   */
+  async run(options: { before?: number; onWeek?: (done: number, total: number) => void } = {}): Promise<number> {
+    const db = this.#db
+    const before = options.before ?? Infinity
+    let done = 0
+    for (;;) {
+      const step = await db.transaction(async (tx) => {
+        await lockStats(db, tx)
+        const meta = await tx.get<{ rebuild_from: number | null; version: number; last: number | null }>(
+          'SELECT rebuild_from, version, (SELECT MAX(start_ms) FROM stats_sessions) AS last FROM stats_meta WHERE id = 1')
+        if (meta?.rebuild_from === null || meta?.rebuild_from === undefined) return null
+        let week = Number(meta.rebuild_from)
+        if (week >= before) return null
+        // Another import marked an earlier week, or API ingestion changed some client's history,
+        // since the last step: what was carried may be out of date.
+        if (this.#expected !== null && (week !== this.#expected.week || Number(meta.version) !== this.#expected.version)) this.#lastHours.clear()
+        const last = Number(meta.last ?? week)
+        const started = performance.now()
+        let weeks = 0
+        let newClients = 0
+        let next: number
+        do {
+          newClients += await rebuildWeek(tx, db.engine, week, this.#lastHours)
+          weeks++
+          next = week + WEEK
+          week = next
+        } while (next <= last && next < before && performance.now() - started < STEP_MS)
+        await tx.run('UPDATE stats_meta SET rebuild_from = $1 WHERE id = 1', [next > last ? null : next])
+        await bumpVersion(tx, newClients)
+        return { next, version: Number(meta.version) + 1, weeks, remaining: Math.max(0, Math.ceil((last + 1 - next) / WEEK)) }
+      })
+      if (step === null) return done
+      this.#expected = { week: step.next, version: step.version }
+      done += step.weeks
+      options.onWeek?.(done, done + step.remaining)
+    }
+  }
+}
+
+/** Recomputes the rollups of every pending week. */
+export function rebuildPending(db: Database, onWeek?: (done: number, total: number) => void): Promise<number> {
+  return new WeekRebuilder(db).run({ onWeek })
 }

@@ -24,19 +24,12 @@ export async function insertRows<T = Record<string, unknown>>(
   if (rows.length === 0) return { rows: out, changed }
   const perStatement = Math.max(1, Math.min(ROWS_PER_STATEMENT[engine], Math.floor(MAX_PARAMS / columns.length)))
   const returning = /\bRETURNING\b/i.test(suffix)
+  const shape = `${table}\u0000${columns.join(',')}\u0000${suffix}`
   for (let offset = 0; offset < rows.length; offset += perStatement) {
-    const chunk = rows.slice(offset, offset + perStatement)
+    const count = Math.min(perStatement, rows.length - offset)
     const params: unknown[] = []
-    const tuples: string[] = []
-    for (const row of chunk) {
-      const placeholders: string[] = []
-      for (const value of row) {
-        params.push(value)
-        placeholders.push(`$${params.length}`)
-      }
-      tuples.push(`(${placeholders.join(',')})`)
-    }
-    const sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(',')} ${suffix}`
+    for (let r = offset; r < offset + count; r++) for (const value of rows[r]!) params.push(value)
+    const sql = statementFor(shape, table, columns, suffix, count)
     if (returning) {
       const got = await ex.all<T>(sql, params)
       out.push(...got)
@@ -46,4 +39,23 @@ export async function insertRows<T = Record<string, unknown>>(
     }
   }
   return { rows: out, changed }
+}
+
+/**
+ * The SQL of one statement shape and row count, built once: the engines cache prepared
+ * statements by their text, and a string already hashed is found without reading it again.
+ */
+const statements = new Map<string, string>()
+
+function statementFor(shape: string, table: string, columns: readonly string[], suffix: string, count: number): string {
+  const key = `${shape}\u0000${count}`
+  let sql = statements.get(key)
+  if (sql === undefined) {
+    const tuples: string[] = []
+    for (let r = 0; r < count; r++) tuples.push(`(${columns.map((_, c) => `$${r * columns.length + c + 1}`).join(',')})`)
+    sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${tuples.join(',')} ${suffix}`
+    if (statements.size > 1000) statements.clear()
+    statements.set(key, sql)
+  }
+  return sql
 }

@@ -9,8 +9,10 @@ import { Compile } from 'typebox/compile'
 import type { Database } from '../db/engine.ts'
 import { ValidationError } from '../errors.ts'
 import { readRecords, type FileRecord } from './file-records.ts'
-import { insertRawBatch, rebuildPending } from './bulk-import.ts'
-import { IMPORT_BATCH, sessionBatches } from './session-batches.ts'
+import { insertRawBatch, WeekRebuilder } from './bulk-import.ts'
+import { IMPORT_BATCH } from './session-batches.ts'
+import { bucketStart, WEEK } from './time.ts'
+import { workerBatches } from './worker-batches.ts'
 import { upsertGateways, upsertWifiNodes } from './ingest.ts'
 import { createProgress } from './progress.ts'
 import { Gateway, WifiNode } from './schemas.ts'
@@ -30,29 +32,48 @@ export interface UsageImport { read: number; inserted: number; duplicates: numbe
 /** Page cache of the importing connection (KiB): the rollup tables' pages stay in memory between weeks. */
 const IMPORT_CACHE_KIB = 262_144
 
-export async function importUsage(db: Database, hashClient: (id: string) => string, path: string, now = Date.now()): Promise<UsageImport> {
+export async function importUsage(db: Database, secret: Buffer, path: string, now = Date.now()): Promise<UsageImport> {
   const progress = createProgress('usage', statSync(path).size)
   const started = performance.now()
   if (db.engine === 'sqlite') await db.exec(`PRAGMA cache_size = -${IMPORT_CACHE_KIB}`)
+  const rebuilder = new WeekRebuilder(db)
   let read = 0
   let inserted = 0
+  // The weeks before this point have all their sessions, as long as the file is in time order.
+  let completeBefore: number | null = -Infinity
+  // PostgreSQL plans the week reads from table statistics: refreshed as the table grows.
+  let analyzedAt = 0
+  const analyze = async () => {
+    if (db.engine !== 'postgres' || inserted < 2 * analyzedAt || inserted === 0) return
+    await db.exec('ANALYZE stats_sessions')
+    analyzedAt = Math.max(inserted, 50_000)
+  }
   try {
-    for await (const batch of sessionBatches(path, hashClient, now)) {
+    for await (const batch of workerBatches(path, secret, now)) {
       if (batch.bad.length > 0) rejectLines(path, batch.bad)
       inserted += await insertRawBatch(db, batch)
       read = batch.read
       progress.update(batch.bytes, read)
+      // A file in time order (the usual export): recompute the weeks it has gone past now,
+      // while the reader thread parses what follows, instead of all of them at the end. Once
+      // a batch reaches back before that point the file is not in order: the rest waits.
+      if (batch.first === Infinity || completeBefore === null) continue
+      const week = bucketStart(batch.first, WEEK)
+      if (week < completeBefore) completeBefore = null
+      else if (week > completeBefore) {
+        await analyze()
+        completeBefore = week
+        await rebuilder.run({ before: week })
+      }
     }
   } finally {
     progress.done()
   }
-  // The week queries below read the sessions by time: planned from statistics that may still
-  // describe an empty table, they would scan it whole.
-  if (db.engine === 'postgres' && inserted > 0) await db.exec('ANALYZE stats_sessions')
+  await analyze()
   // Also when nothing was new: finishes what an interrupted import left.
   const weeks = createProgress('rollups', 1)
   try {
-    await rebuildPending(db, (done, total) => weeks.update(done / Math.max(total, 1), done))
+    await rebuilder.run({ onWeek: (done, total) => weeks.update(done / Math.max(total, 1), done) })
   } finally {
     weeks.done()
   }

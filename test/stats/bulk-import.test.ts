@@ -62,7 +62,7 @@ test('API batches, an interrupted bulk import, more API batches, then the import
   // The whole file again (in another order, with sessions the API already sent).
   const file = join(h.env.DATA_DIR!, 'rest.ndjson')
   writeFileSync(file, [...third, ...first.slice(0, 20)].sort(() => random() - 0.5).map((s) => JSON.stringify(s)).join('\n'))
-  const result = await importUsage(h.service.db, hash, file)
+  const result = await importUsage(h.service.db, h.service.secret, file)
   assert.deepEqual({ read: result.read, inserted: result.inserted }, { read: third.length + 20, inserted: third.length - 100 })
   const done = await h.service.db.get<{ rebuild_from: number | null }>('SELECT rebuild_from FROM stats_meta WHERE id = 1')
   assert.equal(done?.rebuild_from, null)

@@ -99,7 +99,7 @@ test('a bulk import on top of API data, with more sessions of the same clients y
     .filter((s) => s.start < Date.now() - DAY)
   const file = join(h.env.DATA_DIR!, 'later.ndjson')
   writeFileSync(file, [...later].sort(() => random() - 0.5).map((s) => JSON.stringify(s)).join('\n'))
-  const result = await importUsage(h.service.db, createClientHasher(h.service.secret), file)
+  const result = await importUsage(h.service.db, h.service.secret, file)
   assert.equal(result.inserted, later.length)
   await assertExact('after the import', [...sessions, ...later])
 })

@@ -1,0 +1,44 @@
+/**
+ * The batches of sessionBatches, produced by a worker thread (batch-worker.ts) so that
+ * parsing and hashing run beside the database work of the importing thread.
+ */
+import { Worker } from 'node:worker_threads'
+import { ValidationError } from '../errors.ts'
+import type { BatchWorkerData } from './batch-worker.ts'
+import { IMPORT_BATCH, type RawBatch } from './session-batches.ts'
+
+/** Batches the worker may have ready ahead of the importing thread. */
+const AHEAD = 3
+
+type Message = { batch: RawBatch } | { done: true } | { error: { message: string; validation: boolean } }
+
+export async function* workerBatches(path: string, secret: Buffer, now: number, size = IMPORT_BATCH): AsyncGenerator<RawBatch> {
+  const data: BatchWorkerData = { path, secret: new Uint8Array(secret), now, size }
+  const worker = new Worker(new URL('./batch-worker.ts', import.meta.url), { workerData: data })
+  const queue: Message[] = []
+  let wake: (() => void) | undefined
+  let failure: Error | undefined
+  worker.on('message', (message: Message) => { queue.push(message); wake?.() })
+  worker.on('error', (err) => { failure = err; wake?.() })
+  worker.on('exit', (code) => {
+    if (code !== 0) failure ??= new Error(`the import's reader thread stopped (exit code ${code})`)
+    wake?.()
+  })
+  worker.postMessage(AHEAD)
+  try {
+    for (;;) {
+      while (queue.length === 0 && failure === undefined) await new Promise<void>((resolve) => { wake = resolve })
+      const message = queue.shift()
+      if (message === undefined) throw failure!
+      if ('done' in message) return
+      if ('error' in message) {
+        const { validation, message: text } = message.error
+        throw validation ? new ValidationError(text) : new Error(text)
+      }
+      worker.postMessage(1)
+      yield message.batch
+    }
+  } finally {
+    await worker.terminate()
+  }
+}
