@@ -14,6 +14,11 @@ export interface Executor {
   get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined>
   /** A statement without rows; resolves to the number of rows changed. */
   run(sql: string, params?: readonly unknown[]): Promise<number>
+  /**
+   * PostgreSQL only: `COPY ... FROM STDIN` fed with `data` in COPY's text format. Bulk loading
+   * at several times the rate of INSERT; absent on SQLite.
+   */
+  copyFrom?(sql: string, data: string): Promise<void>
 }
 
 export interface Database extends Executor {

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
+import { from as copyFrom } from 'pg-copy-streams'
 import type { Database, Executor, Row } from './engine.ts'
 
 // BIGINT (epoch ms, counters) as JS numbers: every value we store fits in 2^53.
@@ -34,6 +37,16 @@ function executor(client: pg.Pool | pg.PoolClient): Executor {
     },
     async run(sql: string, params: readonly unknown[] = []) {
       return (await client.query(statement(sql, params))).rowCount ?? 0
+    },
+    async copyFrom(sql: string, data: string) {
+      // A pool hands out a connection per query: COPY needs one for its whole stream.
+      const connection = client instanceof pg.Pool ? await client.connect() : client
+      try {
+        const stream = connection.query(copyFrom(sql))
+        await pipeline(Readable.from([data]), stream)
+      } finally {
+        if (connection !== client) (connection as pg.PoolClient).release()
+      }
     },
   }
 }

@@ -9,7 +9,7 @@ import { Compile } from 'typebox/compile'
 import type { Database } from '../db/engine.ts'
 import { ValidationError } from '../errors.ts'
 import { readRecords, type FileRecord } from './file-records.ts'
-import { insertRawBatch, WeekRebuilder } from './bulk-import.ts'
+import { BulkImport } from './bulk-import.ts'
 import { IMPORT_BATCH } from './session-batches.ts'
 import { bucketStart, WEEK } from './time.ts'
 import { workerBatches } from './worker-batches.ts'
@@ -27,16 +27,24 @@ function rejectLines(path: string, bad: { line: number; reason: string }[]): nev
     `(earlier batches were; fix the file and run the import again)\n${list}${more}`)
 }
 
-export interface UsageImport { read: number; inserted: number; duplicates: number; seconds: number }
+export interface UsageImport {
+  read: number
+  inserted: number
+  duplicates: number
+  seconds: number
+  /** Weeks whose rollups were recomputed from the rows in memory, and from sessions read back. */
+  weeks: { fromMemory: number; readBack: number }
+}
 
 /** Page cache of the importing connection (KiB): the rollup tables' pages stay in memory between weeks. */
 const IMPORT_CACHE_KIB = 262_144
 
-export async function importUsage(db: Database, secret: Buffer, path: string, now = Date.now()): Promise<UsageImport> {
+export async function importUsage(db: Database, secret: Buffer, path: string, options: { now?: number; batchSize?: number } = {}): Promise<UsageImport> {
   const progress = createProgress('usage', statSync(path).size)
   const started = performance.now()
   if (db.engine === 'sqlite') await db.exec(`PRAGMA cache_size = -${IMPORT_CACHE_KIB}`)
-  const rebuilder = new WeekRebuilder(db)
+  const bulk = new BulkImport(db)
+  await bulk.begin()
   let read = 0
   let inserted = 0
   // The weeks before this point have all their sessions, as long as the file is in time order.
@@ -49,9 +57,9 @@ export async function importUsage(db: Database, secret: Buffer, path: string, no
     analyzedAt = Math.max(inserted, 50_000)
   }
   try {
-    for await (const batch of workerBatches(path, secret, now)) {
+    for await (const batch of workerBatches(path, secret, options.now ?? Date.now(), options.batchSize)) {
       if (batch.bad.length > 0) rejectLines(path, batch.bad)
-      inserted += await insertRawBatch(db, batch)
+      inserted += await bulk.store(batch)
       read = batch.read
       progress.update(batch.bytes, read)
       // A file in time order (the usual export): recompute the weeks it has gone past now,
@@ -63,7 +71,7 @@ export async function importUsage(db: Database, secret: Buffer, path: string, no
       else if (week > completeBefore) {
         await analyze()
         completeBefore = week
-        await rebuilder.run({ before: week })
+        await bulk.rebuild({ before: week })
       }
     }
   } finally {
@@ -73,11 +81,11 @@ export async function importUsage(db: Database, secret: Buffer, path: string, no
   // Also when nothing was new: finishes what an interrupted import left.
   const weeks = createProgress('rollups', 1)
   try {
-    await rebuilder.run({ onWeek: (done, total) => weeks.update(done / Math.max(total, 1), done) })
+    await bulk.rebuild({ onWeek: (done, total) => weeks.update(done / Math.max(total, 1), done) })
   } finally {
     weeks.done()
   }
-  return { read, inserted, duplicates: read - inserted, seconds: (performance.now() - started) / 1000 }
+  return { read, inserted, duplicates: read - inserted, seconds: (performance.now() - started) / 1000, weeks: { ...bulk.weeks } }
 }
 
 const checkers = { gateways: Compile(Gateway), 'wifi-nodes': Compile(WifiNode) }

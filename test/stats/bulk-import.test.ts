@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { insertRawSessions } from '../../src/stats/bulk-import.ts'
 import { createClientHasher } from '../../src/stats/client-hash.ts'
+import { prng } from '../../src/stats/demo.ts'
 import { importUsage } from '../../src/stats/import.ts'
 import { globalStats, rangeStats } from '../../src/stats/queries.ts'
 import { normalizePeriod } from '../../src/stats/time.ts'
@@ -76,5 +77,78 @@ test('API batches, an interrupted bulk import, more API batches, then the import
       const period = normalizePeriod(new Date(start).toISOString(), new Date(start + length).toISOString(), Date.now())
       assert.deepEqual(observedRange(await rangeStats(h.service.db, network, period)), expectedRange(sessions, network, period), `${network} ${start} +${length}`)
     }
+  }
+})
+
+test('a file in time order: weeks recomputed from memory as the import goes; a re-run and a late row fall back to reading back; exact', async () => {
+  const fresh = await startHarness()
+  try {
+    const rnd = prng(5150)
+    const W0 = Date.UTC(2024, 8, 2) // a Monday
+    const ordered: RawSession[] = Array.from({ length: 600 }, (_, i) => {
+      const start = W0 + Math.floor((i + rnd()) * (20 * 7 * DAY) / 600)
+      return {
+        sessionId: `o-${i}`, network: rnd() < 0.6 ? 'gateway' : 'wifi', nodeUid: 'n', clientId: `od-${Math.floor(30 * rnd() ** 2)}`,
+        start, end: start + 1000, bytesUp: Math.floor(rnd() * 1e6), bytesDown: Math.floor(rnd() * 1e7),
+      }
+    })
+    const csv = (list: RawSession[]) => ['sessionId,network,nodeUid,clientId,start,end,bytesUp,bytesDown',
+      ...list.map((s) => [s.sessionId, s.network, s.nodeUid, s.clientId, s.start, s.end, s.bytesUp, s.bytesDown].join(','))].join('\n')
+    const file = join(fresh.env.DATA_DIR!, 'ordered.csv')
+    writeFileSync(file, csv(ordered))
+    const check = async (stored: RawSession[], label: string) => {
+      const global = await globalStats(fresh.service.db)
+      assert.equal(global.totalUniqueClients, expectedGlobal(stored).totalUniqueClients, label)
+      for (const [start, length] of [[W0, 20 * 7 * DAY], [W0 + 30 * DAY, 3 * DAY], [W0 + 11 * DAY, 60 * DAY]] as const) {
+        for (const network of ['gateway', 'wifi'] as const) {
+          const period = normalizePeriod(new Date(start).toISOString(), new Date(start + length).toISOString(), Date.now())
+          assert.deepEqual(observedRange(await rangeStats(fresh.service.db, network, period)), expectedRange(stored, network, period), `${label}: ${network} ${start} +${length}`)
+        }
+      }
+    }
+
+    const first = await importUsage(fresh.service.db, fresh.service.secret, file, { batchSize: 40 })
+    assert.equal(first.inserted, 600)
+    assert.ok(first.weeks.fromMemory >= 20, `weeks from memory: ${JSON.stringify(first.weeks)}`)
+    assert.equal(first.weeks.readBack, 0)
+    await check(ordered, 'in order')
+
+    const again = await importUsage(fresh.service.db, fresh.service.secret, file, { batchSize: 40 })
+    assert.deepEqual([again.inserted, again.weeks.fromMemory], [0, 0])
+    await check(ordered, 're-run')
+
+    // More weeks in order, with one session of an early week in the middle of the file.
+    const more: RawSession[] = ordered.slice(0, 200).map((s, i) => ({ ...s, sessionId: `m-${i}`, start: s.start + 20 * 7 * DAY, end: s.end + 20 * 7 * DAY }))
+    more.splice(120, 0, { ...ordered[5]!, sessionId: 'late-one', clientId: 'od-late' })
+    const file2 = join(fresh.env.DATA_DIR!, 'more.csv')
+    writeFileSync(file2, csv(more))
+    const third = await importUsage(fresh.service.db, fresh.service.secret, file2, { batchSize: 40 })
+    assert.equal(third.inserted, 201)
+    assert.ok(third.weeks.readBack > 0, `weeks read back: ${JSON.stringify(third.weeks)}`)
+    await check([...ordered, ...more], 'with a late session')
+  } finally {
+    await fresh.close()
+  }
+})
+
+test('a file out of order into an empty database: every week from memory, sorted there; exact', async () => {
+  const fresh = await startHarness()
+  try {
+    const file = join(fresh.env.DATA_DIR!, 'shuffled.ndjson')
+    // Many sessions per client and hour, so that hours repeat and arrive out of order.
+    const busy: RawSession[] = sessions.map((s, i) => ({ ...s, sessionId: `busy-${i}`, start: T0 + (s.start - T0) % (9 * DAY), end: T0 + (s.start - T0) % (9 * DAY) + 1000 }))
+    const shuffled = [...busy].sort(() => random() - 0.5)
+    writeFileSync(file, shuffled.map((s) => JSON.stringify(s)).join('\n'))
+    const result = await importUsage(fresh.service.db, fresh.service.secret, file)
+    assert.equal(result.inserted, busy.length)
+    assert.deepEqual([result.weeks.readBack, result.weeks.fromMemory > 0], [0, true])
+    for (const [start, length] of [[T0, 9 * DAY], [T0 + 2 * DAY + 7 * HOUR, 2 * DAY]] as const) {
+      for (const network of ['gateway', 'wifi'] as const) {
+        const period = normalizePeriod(new Date(start).toISOString(), new Date(start + length).toISOString(), Date.now())
+        assert.deepEqual(observedRange(await rangeStats(fresh.service.db, network, period)), expectedRange(busy, network, period), `${network} ${start} +${length}`)
+      }
+    }
+  } finally {
+    await fresh.close()
   }
 })

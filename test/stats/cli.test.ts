@@ -57,7 +57,7 @@ test('seed --demo --out is deterministic, and stats import reads what it wrote; 
   const partial = join(dirA, 'partial.csv')
   writeFileSync(partial, `${usage.slice(0, 1201).join('\n')}\n`)
   const first = ok(await kns(fresh, 'stats', 'import', '--usage', partial, '--json'))
-  assert.deepEqual({ ...(first.usage as object), seconds: 0, perSecond: 0 }, { read: 1200, inserted: 1200, duplicates: 0, seconds: 0, perSecond: 0 })
+  assert.deepEqual({ ...(first.usage as object), seconds: 0, perSecond: 0 }, { read: 1200, inserted: 1200, duplicates: 0, seconds: 0, perSecond: 0, weeks: { fromMemory: 1, readBack: 0 } })
   const rerun = ok(await kns(fresh, 'stats', 'import', '--gateways', join(dirA, 'gateways.csv'), '--wifi-nodes', join(dirA, 'wifi-nodes.csv'),
     '--usage', join(dirA, 'usage.csv'), '--json'))
   assert.deepEqual((rerun.gateways as { read: number }).read, 8)

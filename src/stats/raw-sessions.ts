@@ -1,0 +1,60 @@
+/**
+ * Storing raw sessions in bulk (`kns stats import`): only the rows not stored yet, at the
+ * highest rate each engine offers.
+ */
+import { isUniqueViolation, type Executor } from '../db/engine.ts'
+import { insertRows } from './bulk.ts'
+import { SESSION_COLUMNS } from './ingest.ts'
+import type { RawBatch } from './session-batches.ts'
+
+const PG_TYPES = ['bigint', 'text', 'text', 'text', 'text', 'bigint', 'bigint', 'bigint']
+
+/** Stores the rows of `batch` not stored yet. Returns how many were new, and the earliest start among them (or an earlier one). */
+export async function storeRawRows(tx: Executor, batch: Pick<RawBatch, 'rows' | 'first'>): Promise<{ inserted: number; first: number }> {
+  if (tx.engine === 'postgres') return copyOrInsert(tx, batch)
+  // In process, short multi-row VALUES statements measured fastest (2 us/row, against 3.5 for
+  // one statement per row and 6 for json_each).
+  const { changed } = await insertRows(tx, 'sqlite', 'stats_sessions', SESSION_COLUMNS, batch.rows, 'ON CONFLICT (start_ms, session_id) DO NOTHING')
+  // Which rows were new is not known here: when only some were, the batch's earliest start
+  // is an early enough mark (recomputing a week more is harmless).
+  return { inserted: changed, first: batch.first }
+}
+
+/**
+ * PostgreSQL: COPY, several times faster than INSERT, when no row of the batch is stored yet
+ * (the usual case of a first import); COPY knows no ON CONFLICT, so when one is, the batch
+ * goes in again as INSERT ... ON CONFLICT DO NOTHING, which skips what is stored.
+ */
+async function copyOrInsert(tx: Executor, batch: Pick<RawBatch, 'rows' | 'first'>): Promise<{ inserted: number; first: number }> {
+  await tx.run('SAVEPOINT raw_copy')
+  try {
+    await tx.copyFrom!(`COPY stats_sessions (${SESSION_COLUMNS.join(', ')}) FROM STDIN`, copyText(batch.rows))
+    await tx.run('RELEASE SAVEPOINT raw_copy')
+    return { inserted: batch.rows.length, first: batch.first }
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err
+    await tx.run('ROLLBACK TO SAVEPOINT raw_copy')
+  }
+  const row = await tx.get<{ n: number; first: number | null }>(`WITH ins AS (
+    INSERT INTO stats_sessions (${SESSION_COLUMNS.join(', ')})
+    SELECT ${PG_TYPES.map((t, i) => `CAST(e ->> ${i} AS ${t})`).join(', ')} FROM jsonb_array_elements(CAST($1 AS jsonb)) e
+    ON CONFLICT (start_ms, session_id) DO NOTHING RETURNING start_ms)
+    SELECT COUNT(*) AS n, MIN(start_ms) AS first FROM ins`, [JSON.stringify(batch.rows)])
+  return { inserted: Number(row?.n ?? 0), first: Number(row?.first ?? batch.first) }
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+
+/** Rows in COPY's text format: tab-separated, one per line, backslash escapes. */
+export function copyText(rows: readonly (readonly unknown[])[]): string {
+  let text = ''
+  for (const row of rows) {
+    for (let c = 0; c < row.length; c++) {
+      const value = String(row[c])
+      text += (c === 0 ? '' : '\t') + (COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (ch) => COPY_ESCAPES[ch]!) : value)
+    }
+    text += '\n'
+  }
+  return text
+}

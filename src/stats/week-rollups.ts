@@ -1,0 +1,104 @@
+/**
+ * The rollups of one week, recomputed whole from that week's activity (week-activity.ts) and
+ * each client's last active hour before it: every bucket, distinct-client point and client
+ * week row of the week is replaced. Used by bulk import (bulk-import.ts).
+ */
+import type { Database, Executor } from '../db/engine.ts'
+import { insertRows } from './bulk.ts'
+import { firstWeeksOf, masksOf, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
+import { FIRST_EVER, forEachPoint, hoursOfWeek, parsePointKey, pointKey, type PointCounts } from './presence.ts'
+import type { Network } from './schemas.ts'
+import { bucketStart, HOUR, WEEK, WIDTHS } from './time.ts'
+import type { WeekActivity } from './week-activity.ts'
+
+/** Each client's last active hour per network, as far as an import has followed it. */
+export type LastHours = Map<Network, Map<string, number>>
+
+export const newLastHours = (): LastHours => new Map([['gateway', new Map()], ['wifi', new Map()]])
+
+/**
+ * Each client's last active hour before `week` (absent: never active before it), and the
+ * clients whose first active week on the network is this one (to record).
+ */
+async function lastHoursBefore(ex: Executor, network: Network, clients: string[], week: number): Promise<{ last: Map<string, number>; firstSeen: string[] }> {
+  const first = await firstWeeksOf(ex, network, clients)
+  const rows = await rowsBefore(ex, network, new Map(clients.map((c) => [c, week])), first)
+  const last = new Map<string, number>()
+  for (const [client, row] of rows) last.set(client, hoursOfWeek(row.week_ms, masksOf(row)).at(-1)!)
+  return { last, firstSeen: clients.filter((c) => (first.get(c) ?? Infinity) > week) }
+}
+
+interface Sums { sessions: number; bytes: number; clients: number; newClients: number }
+
+/** Recomputes every rollup of one week from its sessions' activity. Returns how many clients were new to the service. */
+export async function rebuildWeek(ex: Executor, engine: Database['engine'], week: number, activity: WeekActivity, lastHours: LastHours): Promise<number> {
+  const end = week + WEEK
+  const weekHour = week / HOUR
+  const bucketRows: unknown[][] = []
+  const pointRows: unknown[][] = []
+  const weekRows: unknown[][] = []
+  const newToImport = new Set<string>()
+  for (const network of ['gateway', 'wifi'] as const) {
+    const { hours, clients } = activity.of(network)
+    const buckets = new Map<number, Map<number, Sums>>(WIDTHS.map((w) => [w, new Map()]))
+    const bucket = (width: number, start: number) => {
+      const byStart = buckets.get(width)!
+      let b = byStart.get(start)
+      if (b === undefined) byStart.set(start, b = { sessions: 0, bytes: 0, clients: 0, newClients: 0 })
+      return b
+    }
+    for (const [hour, s] of hours) {
+      for (const width of WIDTHS) {
+        const b = bucket(width, bucketStart(hour * HOUR, width))
+        b.sessions += s.sessions
+        b.bytes += s.bytes
+      }
+    }
+    // Clients this import has not met yet on this network: their history is in the database.
+    const carried = lastHours.get(network)!
+    const unknown = [...clients.keys()].filter((c) => !carried.has(c))
+    const { last: found, firstSeen } = await lastHoursBefore(ex, network, unknown, week)
+    await recordFirstWeeks(ex, network, firstSeen.map((c) => [c, week]))
+    for (const c of unknown) newToImport.add(c)
+    const points: PointCounts = new Map()
+    // In key order, so that the rows below are inserted in the order of their primary keys.
+    for (const client of [...clients.keys()].sort()) {
+      const sorted = clients.get(client)!
+      const prev = carried.get(client) ?? found.get(client) ?? null
+      forEachPoint(prev, sorted, (p) => {
+        const b = bucket(p.width, p.bucket)
+        b.clients += 1
+        if (p.prev === FIRST_EVER) b.newClients += 1
+        const k = pointKey(p)
+        points.set(k, (points.get(k) ?? 0) + 1)
+      })
+      const masks = [0, 0, 0, 0, 0, 0, 0]
+      for (const hour of sorted) {
+        const offset = hour - weekHour
+        const day = Math.floor(offset / 24)
+        masks[day] = masks[day]! | (1 << offset % 24)
+      }
+      weekRows.push([network, week, client, ...masks])
+      carried.set(client, sorted.at(-1)!)
+    }
+    for (const [width, byStart] of buckets) {
+      for (const [start, b] of byStart) bucketRows.push([network, width, start, b.sessions, b.bytes, b.clients, b.newClients])
+      await ex.run('DELETE FROM stats_buckets WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
+      await ex.run('DELETE FROM stats_bucket_clients WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
+    }
+    for (const k of [...points.keys()].sort((a, b) => a - b)) {
+      const n = points.get(k)!
+      const p = parsePointKey(k)
+      pointRows.push([network, p.width, p.bucket, p.prev, n])
+    }
+  }
+
+  await insertRows(ex, engine, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows)
+  await insertRows(ex, engine, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
+  await insertRows(ex, engine, 'stats_client_weeks', WEEK_COLUMNS, weekRows,
+    `ON CONFLICT (network, week_ms, client_hash) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
+     d3 = excluded.d3, d4 = excluded.d4, d5 = excluded.d5, d6 = excluded.d6`)
+  // Every client met before in this import is in stats_clients already.
+  const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...newToImport].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
+  return changed
+}
