@@ -13,7 +13,7 @@
  * yet recomputed are recomputed with its sessions.
  */
 import type { Database, Executor } from '../db/engine.ts'
-import { lockStats, sessionRows } from './ingest.ts'
+import { bumpVersion, lockStats, sessionRows } from './ingest.ts'
 import { storeRawRows } from './raw-sessions.ts'
 import type { RawBatch } from './session-batches.ts'
 import { bucketStart, WEEK } from './time.ts'
@@ -126,7 +126,7 @@ export class BulkImport {
 
   /** Bumps the version (ETags, cached answers) and remembers it as this import's own. */
   async #finish(tx: Executor, newClients: number): Promise<void> {
-    await tx.run('UPDATE stats_meta SET version = version + 1, all_clients = all_clients + $1 WHERE id = 1', [newClients])
+    await bumpVersion(tx, newClients)
     this.#version = this.#version! + 1
   }
 }

@@ -60,24 +60,14 @@ export class WeekActivity {
   }
 }
 
-/** The week's activity from the stored sessions. */
+/** The week's activity from the stored sessions (read in key order, so the hour lists need no sorting). */
 export async function readWeek(ex: Executor, week: number): Promise<WeekActivity> {
   const activity = new WeekActivity()
-  // Sums by SQL; the client hours come in key (time) order, so the lists need no sorting.
-  const sums = await ex.all<{ network: Network; hour: number; sessions: number; bytes: number }>(
-    `SELECT network, start_ms / ${HOUR} AS hour, COUNT(*) AS sessions, SUM(bytes_up + bytes_down) AS bytes
-     FROM stats_sessions WHERE start_ms >= $1 AND start_ms < $2 GROUP BY network, start_ms / ${HOUR}`, [week, week + WEEK])
-  for (const s of sums) activity.of(s.network).hours.set(Number(s.hour), { sessions: Number(s.sessions), bytes: Number(s.bytes) })
-  const rows = await ex.all<{ network: Network; client_hash: string; start_ms: number }>(
-    'SELECT network, client_hash, start_ms FROM stats_sessions WHERE start_ms >= $1 AND start_ms < $2 ORDER BY start_ms', [week, week + WEEK])
-  for (const r of rows) {
-    const clients = activity.of(r.network).clients
-    const hour = Math.floor(Number(r.start_ms) / HOUR)
-    const list = clients.get(r.client_hash)
-    if (list === undefined) clients.set(r.client_hash, [hour])
-    else if (list[list.length - 1] !== hour) list.push(hour)
-  }
-  return activity
+  const rows = await ex.all<{ network: Network; client_hash: string; start_ms: number; bytes: number }>(
+    'SELECT network, client_hash, start_ms, bytes_up + bytes_down AS bytes FROM stats_sessions WHERE start_ms >= $1 AND start_ms < $2 ORDER BY start_ms',
+    [week, week + WEEK])
+  for (const r of rows) activity.add(r.network, r.client_hash, Number(r.start_ms), Number(r.bytes))
+  return activity.finish()
 }
 
 /** Most client-hours an import holds in memory before it reads weeks back instead. */
