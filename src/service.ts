@@ -7,6 +7,7 @@ import { getOrInitSetting, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
 import { CALLER_TOPIC } from './identity/numbers.ts'
+import { PhoneLinks } from './identity/phone-links.ts'
 import { LEDGER_TOPIC, LocalLedger } from './ledger/local-ledger.ts'
 import { ApiKeyAuthenticator } from './keys/api-keys.ts'
 import { createLedger } from './ledger/create-ledger.ts'
@@ -24,6 +25,8 @@ export interface Service {
   apiKeys: ApiKeyAuthenticator
   /** Caller verification's number -> keys cache. */
   keyDirectory: KeyDirectory
+  /** Phone number -> token link, cached for approvals (see PhoneLinks). */
+  phoneLinks: PhoneLinks
   close(): Promise<void>
 }
 
@@ -65,13 +68,15 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const keyDirectory = new KeyDirectory(db, ledger, {
       ttlMs: ledger.kind === 'sui' ? config.ledgerCacheTtlS * 1000 : changes === null ? 0 : LOCAL_KEY_CACHE_TTL_MS,
     })
+    const phoneLinks = new PhoneLinks(db)
     if (changes !== null) {
       keyDirectory.subscribe(changes)
+      phoneLinks.subscribe(changes)
       if (ledger instanceof LocalLedger) ledger.subscribe(changes)
       await changes.start()
     }
     return {
-      config, db, ledger, secret, rateLimiter, keyDirectory,
+      config, db, ledger, secret, rateLimiter, keyDirectory, phoneLinks,
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
         await changes?.close()

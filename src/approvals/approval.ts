@@ -66,8 +66,21 @@ export async function findByReference(db: Executor, apiKeyId: string, referenceN
 const APPROVAL_COLUMNS = `approval_number, api_key_id, vendor_brand, reference_number, request_hash, title, message,
   success_redirect_url, cancel_redirect_url, method, object_id, phone_number, status, wallet, proof, created_at, expires_at, decided_at`
 
+/**
+ * The number's link is checked in the statement that inserts: an approval names the token the
+ * number points at now, even when the caller resolved the number from a cache (PhoneLinks) or
+ * the number was re-linked between resolving and inserting. A row failing it is simply not
+ * inserted; the caller tells that apart from a reused referenceNumber (see createApproval).
+ */
+// A scalar subquery, not EXISTS: PostgreSQL turns `... OR EXISTS` into a hashed subplan that
+// reads the whole numbers table per statement; this stays one primary-key probe per row.
+const LINK_STILL_HOLDS = (phone: string, objectId: string) =>
+  `(${phone} IS NULL OR (SELECT object_id FROM numbers WHERE phone = ${phone}) = ${objectId})`
+
 const INSERT_ONE = `INSERT INTO approvals (${APPROVAL_COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, CAST($12 AS TEXT), $13, CAST($14 AS TEXT), CAST($15 AS TEXT),
+    CAST($16 AS BIGINT), CAST($17 AS BIGINT), CAST($18 AS BIGINT)
+  WHERE ${LINK_STILL_HOLDS('CAST($12 AS TEXT)', '$11')}
   ON CONFLICT (api_key_id, reference_number) DO NOTHING`
 
 /**
@@ -79,6 +92,7 @@ const INSERT_MANY = `INSERT INTO approvals (${APPROVAL_COLUMNS})
   SELECT e ->> 0, e ->> 1, e ->> 2, e ->> 3, e ->> 4, e ->> 5, e ->> 6, e ->> 7, e ->> 8, e ->> 9, e ->> 10, e ->> 11, e ->> 12,
     NULL, NULL, CAST(e ->> 13 AS BIGINT), CAST(e ->> 14 AS BIGINT), NULL
   FROM jsonb_array_elements(CAST($1 AS jsonb)) e
+  WHERE ${LINK_STILL_HOLDS('e ->> 11', 'e ->> 10')}
   ON CONFLICT (api_key_id, reference_number) DO NOTHING RETURNING approval_number`
 
 async function insertOne(ex: Executor, a: Approval): Promise<boolean> {
@@ -118,11 +132,16 @@ async function insertBatch(db: Database, batch: Approval[]): Promise<(boolean | 
 
 const inserters = new WeakMap<Database, (a: Approval) => Promise<boolean>>()
 
-/** Inserts unless the key already used this referenceNumber; false in that case. */
+/**
+ * Inserts unless the key already used this referenceNumber or the number no longer points at
+ * the approval's token; false in those cases. One batch at a time per database: requests
+ * arriving meanwhile go in the next batch, so under load there is one commit (and on
+ * PostgreSQL one round trip) per batch rather than per request.
+ */
 export async function insertApproval(ex: Executor, a: Approval): Promise<boolean> {
   if (!isDatabase(ex)) return insertOne(ex, a)
   let insert = inserters.get(ex)
-  if (insert === undefined) inserters.set(ex, insert = coalesce((batch: Approval[]) => insertBatch(ex, batch)))
+  if (insert === undefined) inserters.set(ex, insert = coalesce((batch: Approval[]) => insertBatch(ex, batch), { inFlight: 1 }))
   return insert(a)
 }
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import type { Database } from '../db/engine.ts'
 import { ConflictError, NotFoundError } from '../errors.ts'
-import { findByObjectId, findByPhone } from '../identity/numbers.ts'
+import { findByObjectId } from '../identity/numbers.ts'
+import type { PhoneLinks } from '../identity/phone-links.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import type { ApiKey } from '../keys/api-keys.ts'
@@ -23,6 +24,7 @@ export interface ApprovalRequest {
 export interface CreateApprovalDeps {
   db: Database
   ledger: Ledger
+  phoneLinks: PhoneLinks
   publicBaseUrl: string
   approvalTtlS: number
 }
@@ -46,7 +48,7 @@ async function resolveToken(deps: CreateApprovalDeps, request: ApprovalRequest):
   let phoneNumber: string | null
   if (request.phoneNumber !== undefined) {
     phoneNumber = canonicalPhone(request.phoneNumber)
-    const link = await findByPhone(deps.db, phoneNumber)
+    const link = await deps.phoneLinks.find(phoneNumber)
     if (link === null) throw new NotFoundError('this phone number has no number-system token', { field: 'phoneNumber' })
     objectId = link.objectId
   } else {
@@ -68,9 +70,29 @@ async function resolveToken(deps: CreateApprovalDeps, request: ApprovalRequest):
  */
 export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest): Promise<CreatedApproval> {
   const hash = requestHash(request)
-  const { objectId, phoneNumber } = await resolveToken(deps, request)
+  let token = await resolveToken(deps, request)
+  for (let attempt = 1; ; attempt++) {
+    const approval = newApproval(deps, key, request, hash, token)
+    // The common case costs one statement; a retry (or a concurrent twin) finds the earlier one.
+    if (await insertApproval(deps.db, approval)) {
+      return { approvalNumber: approval.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, approval.approvalNumber) }
+    }
+    const earlier = await findByReference(deps.db, key.id, request.referenceNumber)
+    if (earlier !== null) return replay(deps, earlier, hash)
+    // Neither inserted nor there: the number's link moved since it was resolved (a cached
+    // link another process changed a moment ago). Once more with the link read afresh.
+    if (attempt > 1 || token.phoneNumber === null) {
+      throw new ConflictError('referenceNumber is being used concurrently; retry', { field: 'referenceNumber' })
+    }
+    deps.phoneLinks.forget(token.phoneNumber)
+    token = await resolveToken(deps, request)
+  }
+}
+
+function newApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest, hash: string,
+  token: { objectId: string; phoneNumber: string | null }): Approval {
   const now = Date.now()
-  const approval: Approval = {
+  return {
     approvalNumber: randomHex(12),
     apiKeyId: key.id,
     vendorBrand: key.vendor,
@@ -81,8 +103,8 @@ export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, requ
     successRedirectUrl: request.successRedirectUrl,
     cancelRedirectUrl: request.cancelRedirectUrl,
     method: request.method,
-    objectId,
-    phoneNumber,
+    objectId: token.objectId,
+    phoneNumber: token.phoneNumber,
     status: 'pending',
     wallet: null,
     proof: null,
@@ -90,13 +112,6 @@ export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, requ
     expiresAt: now + deps.approvalTtlS * 1000,
     decidedAt: null,
   }
-  // The common case costs one statement; a retry (or a concurrent twin) finds the earlier one.
-  if (!(await insertApproval(deps.db, approval))) {
-    const earlier = await findByReference(deps.db, key.id, request.referenceNumber)
-    if (earlier === null) throw new ConflictError('referenceNumber is being used concurrently; retry', { field: 'referenceNumber' })
-    return replay(deps, earlier, hash)
-  }
-  return { approvalNumber: approval.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, approval.approvalNumber) }
 }
 
 function replay(deps: CreateApprovalDeps, earlier: Approval, hash: string): CreatedApproval {

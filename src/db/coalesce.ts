@@ -7,13 +7,19 @@
  * together, which makes the event loop's and the sockets' work per request smaller too.
  *
  * Nothing is delayed beyond the current turn: the batch is sent from setImmediate, right
- * after the I/O callbacks that queued it, so a lone request waits for nothing.
+ * after the I/O callbacks that queued it, so a lone request waits for nothing. With
+ * `inFlight`, calls arriving while that many batches run wait for one of them to finish and
+ * then go together (group commit): under load the batches grow instead of the round trips
+ * multiplying, which is what a database server on the same small machine needs (on 2 cores,
+ * each PostgreSQL round trip costs ~60 µs of its CPU on top of the rows' work).
  */
 import type { Database, Executor } from './engine.ts'
 
 export interface CoalesceOptions {
   /** A batch reaching this size is sent at once. */
   max?: number
+  /** Batches running at once (default: no limit). */
+  inFlight?: number
 }
 
 interface Pending<I, O> { item: I; resolve(value: O): void; reject(err: unknown): void }
@@ -24,15 +30,28 @@ interface Pending<I, O> { item: I; resolve(value: O): void; reject(err: unknown)
  */
 export function coalesce<I, O>(runBatch: (items: I[]) => Promise<(O | Error)[]>, options: CoalesceOptions = {}): (item: I) => Promise<O> {
   const max = options.max ?? 256
+  const limit = options.inFlight ?? Infinity
   let queue: Pending<I, O>[] = []
   let scheduled = false
+  let running = 0
 
+  const schedule = () => {
+    if (scheduled) return
+    scheduled = true
+    setImmediate(flush)
+  }
+  const finished = () => {
+    running--
+    if (queue.length > 0) schedule()
+  }
   const flush = () => {
     scheduled = false
-    const batch = queue
-    queue = []
-    if (batch.length === 0) return
-    runBatch(batch.map((p) => p.item)).then((answers) => {
+    if (queue.length === 0 || running >= limit) return
+    const batch = queue.length > max ? queue.splice(0, max) : queue
+    if (batch === queue) queue = []
+    else schedule()
+    running++
+    runBatch(batch.map((p) => p.item)).finally(finished).then((answers) => {
       batch.forEach((p, i) => {
         const answer = answers[i]
         if (answer instanceof Error) p.reject(answer)
@@ -45,11 +64,8 @@ export function coalesce<I, O>(runBatch: (items: I[]) => Promise<(O | Error)[]>,
 
   return (item) => new Promise<O>((resolve, reject) => {
     queue.push({ item, resolve, reject })
-    if (queue.length >= max) flush()
-    else if (!scheduled) {
-      scheduled = true
-      setImmediate(flush)
-    }
+    if (queue.length >= max && running < limit) flush()
+    else schedule()
   })
 }
 

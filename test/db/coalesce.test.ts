@@ -36,6 +36,27 @@ describe('coalesce', () => {
     await Promise.all(Array.from({ length: 10 }, (_, i) => echo(i)))
     assert.deepEqual(sizes, [4, 4, 2])
   })
+
+  test('with inFlight, calls made while a batch runs wait for it and then go as one batch', async () => {
+    const batches: number[][] = []
+    let running = 0
+    let most = 0
+    const slow = coalesce(async (items: number[]) => {
+      batches.push(items)
+      most = Math.max(most, ++running)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      running--
+      return items
+    }, { inFlight: 1 })
+    const first = slow(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    const later = [2, 3, 4].map(slow)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const last = slow(5)
+    assert.deepEqual(await Promise.all([first, ...later, last]), [1, 2, 3, 4, 5])
+    assert.deepEqual(batches, [[1], [2, 3, 4, 5]])
+    assert.equal(most, 1)
+  })
 })
 
 describe(`coalesced statements (${ENGINE})`, () => {
@@ -82,6 +103,18 @@ describe(`coalesced statements (${ENGINE})`, () => {
       'SELECT * FROM approvals WHERE approval_number = $1', 'SELECT * FROM approvals WHERE approval_number = ANY($1::text[])', 'approval_number', k)))
     assert.deepEqual(found.map((r) => r?.approval_number), [keys[0], undefined, keys[2], keys[0]])
     assert.equal(statements(), ENGINE === 'postgres' ? 1 : keys.length)
+  })
+
+  test('an approval whose number no longer points at its token is not inserted, alone or in a batch', async () => {
+    const phone = `+4420${randomBytes(4).readUInt32BE() % 100_000_000}`.padEnd(13, '0')
+    const linked = `0x${randomBytes(32).toString('hex')}`
+    await h.service.db.run(`INSERT INTO numbers (phone, object_id, source, country, created_at) VALUES ($1, $2, 'linked', 'GB', 0)`, [phone, linked])
+    const forToken = (objectId: string): Approval => ({ ...approval(`link-${randomBytes(4).toString('hex')}`), phoneNumber: phone, objectId })
+    const stale = `0x${randomBytes(32).toString('hex')}`
+    assert.equal(await insertApproval(h.service.db, forToken(stale)), false)
+    const batch = [forToken(linked), forToken(stale), forToken(linked)]
+    assert.deepEqual(await Promise.all(batch.map((a) => insertApproval(h.service.db, a))), [true, false, true])
+    assert.equal(await findApproval(h.service.db, batch[1]!.approvalNumber), null)
   })
 
   test('inside a transaction nothing is coalesced (each statement runs in it, at once)', async () => {

@@ -18,8 +18,8 @@ const VERDICT_NOTE = 'A well-formed request that fails verification is answered 
 
 export async function approvalRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { config, db, ledger } = service
-  const createDeps = { db, ledger, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS }
+  const { config, db, ledger, phoneLinks } = service
+  const createDeps = { db, ledger, phoneLinks, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS }
   const guard = requireScope(service, 'approvals')
   const open = publicRateLimit(service)
   // The guard ran first, so the key is set.

@@ -1,0 +1,57 @@
+import type { ChangeWatcher } from '../db/change-signal.ts'
+import type { Database } from '../db/engine.ts'
+import { CALLER_TOPIC, findByPhone, type NumberLink } from './numbers.ts'
+
+/** Past this many cached links the cache starts over (a bound on memory, not an LRU). */
+const MAX_ENTRIES = 100_000
+
+/**
+ * Phone number -> its link, cached for the approval path (a PostgreSQL round trip saved per
+ * request batch). Only while subscribed to the change signal, which every link change in any
+ * process raises (`phone:<number>`); and even a stale entry cannot produce a wrong approval:
+ * the approval insert re-checks the link in the same statement (see insertApproval), and the
+ * caller then forgets the entry and resolves afresh. Numbers without a link are not cached,
+ * so a number registered a moment ago in another process is found at once.
+ */
+export class PhoneLinks {
+  readonly #db: Database
+  /** undefined while not subscribed: every find reads the database. */
+  #links: Map<string, NumberLink> | undefined
+  /** Bumped by every invalidation, so a read that raced one does not store what it read. */
+  #generation = 0
+
+  constructor(db: Database) {
+    this.#db = db
+  }
+
+  subscribe(changes: ChangeWatcher): void {
+    this.#links = new Map()
+    changes.on('change', (topic, subject) => {
+      if (topic !== CALLER_TOPIC) return
+      if (subject === null) this.#forgetAll()
+      else if (subject.startsWith('phone:')) this.forget(subject.slice('phone:'.length))
+    })
+  }
+
+  async find(phone: string): Promise<NumberLink | null> {
+    const hit = this.#links?.get(phone)
+    if (hit !== undefined) return hit
+    const generation = this.#generation
+    const link = await findByPhone(this.#db, phone)
+    if (link !== null && this.#links !== undefined && generation === this.#generation) {
+      if (this.#links.size >= MAX_ENTRIES) this.#links.clear()
+      this.#links.set(phone, link)
+    }
+    return link
+  }
+
+  forget(phone: string): void {
+    this.#generation++
+    this.#links?.delete(phone)
+  }
+
+  #forgetAll(): void {
+    this.#generation++
+    this.#links?.clear()
+  }
+}
