@@ -31,7 +31,7 @@ import { availableParallelism, loadavg } from 'node:os'
 import { resolve } from 'node:path'
 import autocannon, { type RawResult } from 'autocannon'
 import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVerify, VERIFY_NAME, type RawVerify } from './caller-bench.ts'
-import { paced, summarizePaced, type PacedResult } from './caller-paced.ts'
+import { paced, stopPaced, summarizePaced, type PacedResult } from './caller-paced.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
 import { areaAEndpoints, inPool, postgresDatabase, seed, sqliteDatabase, type BenchDatabase, type Engine } from './seed.ts'
 
@@ -402,4 +402,6 @@ try {
 } catch (err) {
   console.error(`bench failed: ${(err as Error).stack ?? err}`)
   process.exitCode = 1
+} finally {
+  stopPaced()
 }

@@ -19,7 +19,13 @@
  * requests written as prebuilt bytes, responses parsed only for their status, length and
  * body. node:http's client cost several times more CPU per request, and its latency noise
  * (the "bare, paced alike" reference) was most of the 10 ms budget.
+ *
+ * It runs in a process of its own (bench/paced-child.ts): in the benchmark's main process,
+ * whose heap holds the seeded data and autocannon's results, young-generation collections
+ * paused it for 3-16 ms at a time, and every response arriving meanwhile was timed as slow.
+ * The requests are built here and sent over IPC before the clock starts.
  */
+import { fork, type ChildProcess } from 'node:child_process'
 import { connect, type Socket } from 'node:net'
 import type { Summary } from './api.bench.ts'
 
@@ -34,6 +40,24 @@ export interface PacedOptions {
   headers: Record<string, string>
   next(): { path: string; body?: string }
   ok(body: string): boolean
+}
+
+/** What the generating process needs: the requests, prebuilt. */
+export interface PacedRun {
+  port: number
+  rate: number
+  seconds: number
+  sockets: number
+  requests: Buffer[]
+}
+
+/** What it sends back: 2xx bodies as distinct texts with their counts, for the caller's `ok`. */
+export interface PacedRunResult {
+  sent: number
+  latencies: number[]
+  statuses: Record<string, number>
+  bodies: [body: string, count: number][]
+  errors: number
 }
 
 export interface PacedResult {
@@ -101,19 +125,25 @@ function open(port: number): Promise<Socket> {
   })
 }
 
-export async function paced(opts: PacedOptions): Promise<PacedResult> {
-  const result: PacedResult = { sent: 0, latencies: [], statuses: {}, badBodies: 0, errors: 0, seconds: opts.seconds }
+/** Each request of the run, as the bytes to write: built before the clock starts, like autocannon's. */
+function buildRequests(opts: PacedOptions): Buffer[] {
   const total = Math.round(opts.rate * opts.seconds)
-  const interval = 1000 / opts.rate
   const fixedHeaders = Object.entries(opts.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-  const build = () => {
+  return Array.from({ length: total }, () => {
     const { path, body } = opts.next()
     const payload = body === undefined ? Buffer.alloc(0) : Buffer.from(body)
     const head = `${opts.method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${fixedHeaders}content-length: ${payload.length}\r\n\r\n`
     return Buffer.concat([Buffer.from(head, 'latin1'), payload])
-  }
-  // Bodies are built before the clock starts, like autocannon's.
-  const requests = Array.from({ length: total }, build)
+  })
+}
+
+/** The open-loop run itself (in the generating process). */
+export async function runPaced(run: PacedRun): Promise<PacedRunResult> {
+  const result: PacedRunResult = { sent: 0, latencies: [], statuses: {}, bodies: [], errors: 0 }
+  const { requests } = run
+  const total = requests.length
+  const interval = 1000 / run.rate
+  const bodies = new Map<string, number>()
 
   let done = 0
   let finish!: () => void
@@ -132,7 +162,7 @@ export async function paced(opts: PacedOptions): Promise<PacedResult> {
     result.statuses[code] = (result.statuses[code] ?? 0) + 1
     if (code.startsWith('2')) {
       result.latencies.push(performance.now() - sentAt)
-      if (!opts.ok(body)) result.badBodies++
+      bodies.set(body, (bodies.get(body) ?? 0) + 1)
     }
     settle()
     release(c)
@@ -143,7 +173,7 @@ export async function paced(opts: PacedOptions): Promise<PacedResult> {
     if (i >= 0) idle.splice(i, 1)
     if (c.abandon()) { result.errors++; settle() }
   }
-  const connections = await Promise.all(Array.from({ length: Math.max(1, opts.sockets) }, () => open(opts.port)))
+  const connections = await Promise.all(Array.from({ length: Math.max(1, run.sockets) }, () => open(run.port)))
   for (const socket of connections) idle.push(new Connection(socket, onResponse, onError))
 
   const fire = (request: Buffer, sentAt: number) => {
@@ -162,7 +192,42 @@ export async function paced(opts: PacedOptions): Promise<PacedResult> {
   tick()
   if (total > 0) await finished
   for (const socket of connections) socket.destroy()
+  result.bodies = [...bodies]
   return result
+}
+
+let child: ChildProcess | undefined
+
+/** The generating process, started once and kept (its start-up is not part of any run). */
+function generator(): ChildProcess {
+  if (child !== undefined && child.connected) return child
+  // Never the parent's flags (e.g. --cpu-prof): this process only sends and times.
+  child = fork(new URL('./paced-child.ts', import.meta.url), [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  child.unref()
+  child.channel?.unref()
+  return child
+}
+
+/** Runs `opts` from the generating process; `ok` is applied here to each distinct 2xx body. */
+export async function paced(opts: PacedOptions): Promise<PacedResult> {
+  const run: PacedRun = { port: opts.port, rate: opts.rate, seconds: opts.seconds, sockets: opts.sockets, requests: buildRequests(opts) }
+  const worker = generator()
+  // Held open only while a run is under way: between runs the child never keeps the benchmark alive.
+  worker.channel?.ref()
+  const answer = await new Promise<PacedRunResult>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`the paced load generator exited (${code})`))
+    worker.once('exit', onExit)
+    worker.once('message', (message) => { worker.off('exit', onExit); resolve(message as PacedRunResult) })
+    worker.send(run)
+  }).finally(() => worker.channel?.unref())
+  const badBodies = answer.bodies.reduce((n, [body, count]) => n + (opts.ok(body) ? 0 : count), 0)
+  return { sent: answer.sent, latencies: answer.latencies, statuses: answer.statuses, badBodies, errors: answer.errors, seconds: opts.seconds }
+}
+
+/** Stops the generating process (at the end of the benchmark). */
+export function stopPaced(): void {
+  child?.kill()
+  child = undefined
 }
 
 /** The p-th percentile (0-100) of `values`, in their unit; null when there are none. */
