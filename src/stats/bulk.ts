@@ -59,3 +59,39 @@ function statementFor(shape: string, table: string, columns: readonly string[], 
   }
   return sql
 }
+
+/**
+ * Rows whose keys are known to be free (their key range was just emptied, or never held rows):
+ * on PostgreSQL through COPY, which measured 3-4x faster than multi-row INSERT there (no
+ * statement to parse and plan, no parameters to bind); elsewhere through insertRows.
+ */
+export async function appendRows(ex: Executor, table: string, columns: readonly string[], rows: readonly (readonly unknown[])[]): Promise<void> {
+  if (rows.length === 0) return
+  if (ex.engine === 'postgres' && ex.copyFrom !== undefined) {
+    await ex.copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`, copyText(rows))
+    return
+  }
+  await insertRows(ex, ex.engine, table, columns, rows)
+}
+
+const COPY_SPECIAL = /[\\\t\n\r]/
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+
+/** Rows in COPY's text format: tab-separated, one per line, backslash escapes; null as \N. */
+export function copyText(rows: readonly (readonly unknown[])[]): string {
+  let text = ''
+  for (const row of rows) {
+    for (let c = 0; c < row.length; c++) {
+      const cell = row[c]
+      if (c > 0) text += '\t'
+      if (cell === null || cell === undefined) {
+        text += '\\N'
+        continue
+      }
+      const value = String(cell)
+      text += COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (ch) => COPY_ESCAPES[ch]!) : value
+    }
+    text += '\n'
+  }
+  return text
+}

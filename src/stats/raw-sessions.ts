@@ -3,7 +3,7 @@
  * highest rate each engine offers.
  */
 import { isUniqueViolation, type Executor } from '../db/engine.ts'
-import { insertRows } from './bulk.ts'
+import { copyText, insertRows } from './bulk.ts'
 import { SESSION_COLUMNS } from './ingest.ts'
 import type { RawBatch } from './session-batches.ts'
 
@@ -41,20 +41,4 @@ async function copyOrInsert(tx: Executor, batch: Pick<RawBatch, 'rows' | 'first'
     ON CONFLICT (start_ms, session_id) DO NOTHING RETURNING start_ms)
     SELECT COUNT(*) AS n, MIN(start_ms) AS first FROM ins`, [JSON.stringify(batch.rows)])
   return { inserted: Number(row?.n ?? 0), first: Number(row?.first ?? batch.first) }
-}
-
-const COPY_SPECIAL = /[\\\t\n\r]/
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
-
-/** Rows in COPY's text format: tab-separated, one per line, backslash escapes. */
-export function copyText(rows: readonly (readonly unknown[])[]): string {
-  let text = ''
-  for (const row of rows) {
-    for (let c = 0; c < row.length; c++) {
-      const value = String(row[c])
-      text += (c === 0 ? '' : '\t') + (COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (ch) => COPY_ESCAPES[ch]!) : value)
-    }
-    text += '\n'
-  }
-  return text
 }

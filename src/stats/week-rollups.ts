@@ -4,7 +4,7 @@
  * week row of the week is replaced. Used by bulk import (bulk-import.ts).
  */
 import type { Database, Executor } from '../db/engine.ts'
-import { insertRows } from './bulk.ts'
+import { appendRows, insertRows } from './bulk.ts'
 import { firstWeeksOf, masksOf, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
 import { FIRST_EVER, forEachPoint, hoursOfWeek, parsePointKey, pointKey, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
@@ -86,6 +86,8 @@ export async function rebuildWeek(ex: Executor, engine: Database['engine'], week
       await ex.run('DELETE FROM stats_buckets WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
       await ex.run('DELETE FROM stats_bucket_clients WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
     }
+    // The activity holds every client of the week, so the week's rows are replaced as a whole.
+    await ex.run('DELETE FROM stats_client_weeks WHERE network = $1 AND week_ms = $2', [network, week])
     for (const k of [...points.keys()].sort((a, b) => a - b)) {
       const n = points.get(k)!
       const p = parsePointKey(k)
@@ -93,11 +95,10 @@ export async function rebuildWeek(ex: Executor, engine: Database['engine'], week
     }
   }
 
-  await insertRows(ex, engine, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows)
-  await insertRows(ex, engine, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
-  await insertRows(ex, engine, 'stats_client_weeks', WEEK_COLUMNS, weekRows,
-    `ON CONFLICT (network, week_ms, client_hash) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
-     d3 = excluded.d3, d4 = excluded.d4, d5 = excluded.d5, d6 = excluded.d6`)
+  // The week's rows were deleted above: nothing can conflict.
+  await appendRows(ex, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows)
+  await appendRows(ex, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
+  await appendRows(ex, 'stats_client_weeks', WEEK_COLUMNS, weekRows)
   // Every client met before in this import is in stats_clients already.
   const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...newToImport].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
   return changed
