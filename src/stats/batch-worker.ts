@@ -5,15 +5,20 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { ValidationError } from '../errors.ts'
+import { copyText } from './bulk.ts'
 import { createClientHasher } from './client-hash.ts'
 import { sessionBatches } from './session-batches.ts'
 
-export interface BatchWorkerData { path: string; secret: Uint8Array; now: number; size: number }
+export interface BatchWorkerData {
+  path: string; secret: Uint8Array; now: number; size: number
+  /** Also write each batch's rows as COPY text (PostgreSQL): here, not on the importing thread. */
+  copyText: boolean
+}
 
 /** A bulk import meets each client many times: remember more of them than the server does. */
 const HASH_CACHE = 1_000_000
 
-const { path, secret, now, size } = workerData as BatchWorkerData
+const { path, secret, now, size, copyText: wantCopy } = workerData as BatchWorkerData
 const port = parentPort!
 let credit = 0
 let wake: (() => void) | undefined
@@ -26,6 +31,7 @@ try {
   for await (const batch of sessionBatches(path, createClientHasher(Buffer.from(secret), HASH_CACHE), now, size)) {
     while (credit === 0) await new Promise<void>((resolve) => { wake = resolve })
     credit--
+    if (wantCopy && batch.bad.length === 0) batch.copy = copyText(batch.rows)
     port.postMessage({ batch })
   }
   port.postMessage({ done: true })

@@ -52,7 +52,7 @@ export class BulkImport {
   }
 
   /** Stores the rows of a batch (see session-batches.ts) not stored yet, and marks their weeks. Returns how many were new. */
-  async store(batch: Pick<RawBatch, 'rows' | 'first'>): Promise<number> {
+  async store(batch: Pick<RawBatch, 'rows' | 'first' | 'copy'>): Promise<number> {
     if (batch.rows.length === 0) return 0
     return this.#db.transaction(async (tx) => {
       await this.#start(tx)

@@ -61,7 +61,7 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
     analyzedAt = Math.max(inserted, 50_000)
   }
   try {
-    for await (const batch of workerBatches(path, secret, options.now ?? Date.now(), options.batchSize)) {
+    for await (const batch of workerBatches(path, secret, options.now ?? Date.now(), { size: options.batchSize, copyText: db.engine === 'postgres' })) {
       if (batch.bad.length > 0) rejectLines(path, batch.bad)
       inserted += await bulk.store(batch)
       read = batch.read

@@ -18,6 +18,8 @@ export interface BadLine { line: number; reason: string }
 export interface RawBatch {
   /** Rows [start_ms, session_id, network, node_uid, client_hash, end_ms, bytes_up, bytes_down] (a session repeated within the batch included: the first one is stored). */
   rows: unknown[][]
+  /** The rows in COPY's text format, when the worker was asked for it (PostgreSQL). */
+  copy?: string
   /** Earliest start_ms of the rows (Infinity when none). */
   first: number
   /** Records of this batch that were rejected: the batch must not be stored. */

@@ -12,8 +12,8 @@ const AHEAD = 3
 
 type Message = { batch: RawBatch } | { done: true } | { error: { message: string; validation: boolean } }
 
-export async function* workerBatches(path: string, secret: Buffer, now: number, size = IMPORT_BATCH): AsyncGenerator<RawBatch> {
-  const data: BatchWorkerData = { path, secret: new Uint8Array(secret), now, size }
+export async function* workerBatches(path: string, secret: Buffer, now: number, options: { size?: number; copyText?: boolean } = {}): AsyncGenerator<RawBatch> {
+  const data: BatchWorkerData = { path, secret: new Uint8Array(secret), now, size: options.size ?? IMPORT_BATCH, copyText: options.copyText ?? false }
   const worker = new Worker(new URL('./batch-worker.ts', import.meta.url), { workerData: data })
   const queue: Message[] = []
   let wake: (() => void) | undefined
