@@ -71,9 +71,9 @@ const APPROVAL_COLUMNS = `approval_number, api_key_id, vendor_brand, reference_n
  * number points at now, even when the caller resolved the number from a cache (PhoneLinks) or
  * the number was re-linked between resolving and inserting. A row failing it is simply not
  * inserted; the caller tells that apart from a reused referenceNumber (see createApproval).
+ * A scalar subquery, not EXISTS: PostgreSQL turns `... OR EXISTS` into a hashed subplan that
+ * reads the whole numbers table per statement; this stays one primary-key probe per row.
  */
-// A scalar subquery, not EXISTS: PostgreSQL turns `... OR EXISTS` into a hashed subplan that
-// reads the whole numbers table per statement; this stays one primary-key probe per row.
 const LINK_STILL_HOLDS = (phone: string, objectId: string) =>
   `(${phone} IS NULL OR (SELECT object_id FROM numbers WHERE phone = ${phone}) = ${objectId})`
 

@@ -120,7 +120,7 @@ export async function seedCommand(service: Service | null, { values }: Parsed, o
   }
   // Sign-ups as the number -> token map records them (statistics only: no ledger tokens).
   const signups = [...demoSignups(options)].map((s) => [s.phone, s.objectId, 'linked', phoneCountry(s.phone), s.createdAt])
-  const { changed: numbers } = await db.transaction((tx) => insertRows(tx, db.engine, 'numbers', ['phone', 'object_id', 'source', 'country', 'created_at'], signups, 'ON CONFLICT DO NOTHING'))
+  const { changed: numbers } = await db.transaction((tx) => insertRows(tx, 'numbers', ['phone', 'object_id', 'source', 'country', 'created_at'], signups, 'ON CONFLICT DO NOTHING'))
   out.result({ ...summary, inserted, numbersInserted: numbers },
     `seeded ${nodes.gateways.length} gateways, ${nodes.wifiNodes.length} WiFi nodes, ${inserted} new sessions and ${numbers} new sign-ups ` +
     `(${options.days} days until ${summary.until}, seed ${options.seed})`)

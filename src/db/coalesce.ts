@@ -47,9 +47,14 @@ export function coalesce<I, O>(runBatch: (items: I[]) => Promise<(O | Error)[]>,
   const flush = () => {
     scheduled = false
     if (queue.length === 0 || running >= limit) return
-    const batch = queue.length > max ? queue.splice(0, max) : queue
-    if (batch === queue) queue = []
-    else schedule()
+    let batch: Pending<I, O>[]
+    if (queue.length > max) {
+      batch = queue.splice(0, max)
+      schedule()
+    } else {
+      batch = queue
+      queue = []
+    }
     running++
     runBatch(batch.map((p) => p.item)).finally(finished).then((answers) => {
       batch.forEach((p, i) => {

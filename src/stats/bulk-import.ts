@@ -95,7 +95,7 @@ export class BulkImport {
             activity = await readWeek(tx, week)
             this.weeks.readBack++
           }
-          newClients += await rebuildWeek(tx, this.#db.engine, week, activity, this.#lastHours)
+          newClients += await rebuildWeek(tx, week, activity, this.#lastHours)
           weeks++
           week += WEEK
         } while (week <= last && week < before && performance.now() - started < STEP_MS)

@@ -1,4 +1,4 @@
-import type { Database, Executor } from '../db/engine.ts'
+import type { Executor } from '../db/engine.ts'
 
 /** Bound parameters per statement: under SQLite's 32766 and PostgreSQL's 65535. */
 const MAX_PARAMS = 30_000
@@ -17,12 +17,12 @@ const ROWS_PER_STATEMENT = { sqlite: 16, postgres: 5000 } as const
  * clause, otherwise the number of rows changed (as `changed`).
  */
 export async function insertRows<T = Record<string, unknown>>(
-  ex: Executor, engine: Database['engine'], table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix = '',
+  ex: Executor, table: string, columns: readonly string[], rows: readonly (readonly unknown[])[], suffix = '',
 ): Promise<{ rows: T[]; changed: number }> {
   const out: T[] = []
   let changed = 0
   if (rows.length === 0) return { rows: out, changed }
-  const perStatement = Math.max(1, Math.min(ROWS_PER_STATEMENT[engine], Math.floor(MAX_PARAMS / columns.length)))
+  const perStatement = Math.max(1, Math.min(ROWS_PER_STATEMENT[ex.engine], Math.floor(MAX_PARAMS / columns.length)))
   const returning = /\bRETURNING\b/i.test(suffix)
   const shape = `${table}\u0000${columns.join(',')}\u0000${suffix}`
   for (let offset = 0; offset < rows.length; offset += perStatement) {
@@ -67,11 +67,14 @@ function statementFor(shape: string, table: string, columns: readonly string[], 
  */
 export async function appendRows(ex: Executor, table: string, columns: readonly string[], rows: readonly (readonly unknown[])[]): Promise<void> {
   if (rows.length === 0) return
-  if (ex.engine === 'postgres' && ex.copyFrom !== undefined) {
-    await ex.copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`, copyText(rows))
-    return
-  }
-  await insertRows(ex, ex.engine, table, columns, rows)
+  if (ex.engine === 'postgres' && ex.copyFrom !== undefined) await copyInto(ex, table, columns, copyText(rows))
+  else await insertRows(ex, table, columns, rows)
+}
+
+/** `COPY table (columns) FROM STDIN` with `text` in COPY's text format (see copyText). PostgreSQL only. */
+export async function copyInto(ex: Executor, table: string, columns: readonly string[], text: string): Promise<void> {
+  if (ex.copyFrom === undefined) throw new Error(`COPY needs PostgreSQL (engine: ${ex.engine})`)
+  await ex.copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`, text)
 }
 
 const COPY_SPECIAL = /[\\\t\n\r]/

@@ -142,6 +142,6 @@ export async function loadWindows(ex: Executor, network: Network, from: Readonly
 
 /** Records first active weeks (an earlier week replaces a later one). */
 export async function recordFirstWeeks(ex: Executor, network: Network, rows: readonly (readonly [string, number])[]): Promise<void> {
-  await insertRows(ex, ex.engine, 'stats_network_clients', ['network', 'client_hash', 'first_week'], rows.map(([client, week]) => [network, client, week]),
+  await insertRows(ex, 'stats_network_clients', ['network', 'client_hash', 'first_week'], rows.map(([client, week]) => [network, client, week]),
     `ON CONFLICT (network, client_hash) DO UPDATE SET first_week = excluded.first_week WHERE excluded.first_week < stats_network_clients.first_week`)
 }

@@ -33,8 +33,8 @@ const INSERT_SESSION = `INSERT INTO stats_sessions (${SESSION_COLUMNS.join(', ')
   ON CONFLICT (start_ms, session_id) DO NOTHING`
 
 /** Stores the rows that are not stored yet; true at the index of each row stored now. */
-export async function insertNewSessions(engine: Database['engine'], tx: Executor, rows: unknown[][]): Promise<boolean[]> {
-  if (engine === 'sqlite') {
+export async function insertNewSessions(tx: Executor, rows: unknown[][]): Promise<boolean[]> {
+  if (tx.engine === 'sqlite') {
     // In process, one cached statement per row is the cheapest: no SQL to build, no rows returned.
     const stored: boolean[] = []
     for (const row of rows) stored.push((await tx.run(INSERT_SESSION, row)) === 1)
@@ -65,13 +65,13 @@ export async function ingestSessions(db: Database, hashClient: (clientId: string
   if (rows.length === 0) return { received: sessions.length, inserted: 0, duplicates: sessions.length }
   return db.transaction(async (tx) => {
     await lockStats(db, tx)
-    const fresh = await insertNewSessions(db.engine, tx, rows)
+    const fresh = await insertNewSessions(tx, rows)
     const newSessions: StoredSession[] = []
     rows.forEach((row, i) => {
       if (!fresh[i]) return
       newSessions.push({ network: row[2] as StoredSession['network'], clientHash: row[4] as string, start: row[0] as number, bytes: (row[6] as number) + (row[7] as number) })
     })
-    const newClients = await applyToRollups(tx, db.engine, newSessions)
+    const newClients = await applyToRollups(tx, newSessions)
     if (newSessions.length > 0) await bumpVersion(tx, newClients)
     return { received: sessions.length, inserted: newSessions.length, duplicates: sessions.length - newSessions.length }
   })
@@ -83,7 +83,7 @@ export async function upsertGateways(db: Database, gateways: readonly Gateway[],
   const rows = [...byUid.values()].map((g) => [g.uid, g.location, g.lat, g.lon, g.status, g.spectrum, now])
   return db.transaction(async (tx) => {
     await lockStats(db, tx)
-    await insertRows(tx, db.engine, 'stats_gateways', ['uid', 'location', 'lat', 'lon', 'status', 'spectrum', 'updated_at'], rows,
+    await insertRows(tx, 'stats_gateways', ['uid', 'location', 'lat', 'lon', 'status', 'spectrum', 'updated_at'], rows,
       `ON CONFLICT (uid) DO UPDATE SET location = excluded.location, lat = excluded.lat, lon = excluded.lon,
        status = excluded.status, spectrum = excluded.spectrum, updated_at = excluded.updated_at`)
     await bumpVersion(tx)
@@ -96,7 +96,7 @@ export async function upsertWifiNodes(db: Database, nodes: readonly WifiNode[], 
   const rows = [...byUid.values()].map((n) => [n.uid, n.name, n.status, n.model, n.wifi_level, n.lat, n.lon, now])
   return db.transaction(async (tx) => {
     await lockStats(db, tx)
-    await insertRows(tx, db.engine, 'stats_wifi_nodes', ['uid', 'name', 'status', 'model', 'wifi_level', 'lat', 'lon', 'updated_at'], rows,
+    await insertRows(tx, 'stats_wifi_nodes', ['uid', 'name', 'status', 'model', 'wifi_level', 'lat', 'lon', 'updated_at'], rows,
       `ON CONFLICT (uid) DO UPDATE SET name = excluded.name, status = excluded.status, model = excluded.model,
        wifi_level = excluded.wifi_level, lat = excluded.lat, lon = excluded.lon, updated_at = excluded.updated_at`)
     await bumpVersion(tx)

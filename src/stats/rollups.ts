@@ -10,7 +10,7 @@
  * (The points of the window's first row are the same before and after, so the unknown
  * activity before it cancels out.)
  */
-import type { Database, Executor } from '../db/engine.ts'
+import type { Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
 import { loadWindows, masksOf, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
 import { addPointChange, FIRST_EVER, hourOf, hoursOfWeek, mergeHours, parsePointKey, weeksOfHours, type PointCounts } from './presence.ts'
@@ -69,7 +69,7 @@ async function clientDeltas(ex: Executor, network: Network, newHours: Map<string
 }
 
 /** Updates every rollup for `sessions` (all newly stored). Returns how many clients were new to the service. */
-export async function applyToRollups(ex: Executor, engine: Database['engine'], sessions: readonly StoredSession[]): Promise<number> {
+export async function applyToRollups(ex: Executor, sessions: readonly StoredSession[]): Promise<number> {
   if (sessions.length === 0) return 0
   const deltas = new Deltas()
   const hoursByNetwork = new Map<Network, Map<string, Set<number>>>()
@@ -105,16 +105,16 @@ export async function applyToRollups(ex: Executor, engine: Database['engine'], s
     return [network, Number(width), Number(bucket), d.sessions, d.bytes, d.clients, d.newClients]
   })
 
-  await insertRows(ex, engine, 'stats_client_weeks', WEEK_COLUMNS, weekRows,
+  await insertRows(ex, 'stats_client_weeks', WEEK_COLUMNS, weekRows,
     `ON CONFLICT (network, week_ms, client_hash) DO UPDATE SET d0 = excluded.d0, d1 = excluded.d1, d2 = excluded.d2,
      d3 = excluded.d3, d4 = excluded.d4, d5 = excluded.d5, d6 = excluded.d6`)
-  await insertRows(ex, engine, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows,
+  await insertRows(ex, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows,
     'ON CONFLICT (network, width, bucket_ms, prev_ms) DO UPDATE SET clients = stats_bucket_clients.clients + excluded.clients')
-  await insertRows(ex, engine, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows,
+  await insertRows(ex, 'stats_buckets', ['network', 'width', 'bucket_ms', 'sessions', 'bytes', 'clients', 'new_clients'], bucketRows,
     `ON CONFLICT (network, width, bucket_ms) DO UPDATE SET sessions = stats_buckets.sessions + excluded.sessions,
      bytes = stats_buckets.bytes + excluded.bytes, clients = stats_buckets.clients + excluded.clients,
      new_clients = stats_buckets.new_clients + excluded.new_clients`)
   const everyClient = new Set(sessions.map((s) => s.clientHash))
-  const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...everyClient].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
+  const { changed } = await insertRows(ex, 'stats_clients', ['client_hash'], [...everyClient].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
   return changed
 }

@@ -3,7 +3,7 @@
  * each client's last active hour before it: every bucket, distinct-client point and client
  * week row of the week is replaced. Used by bulk import (bulk-import.ts).
  */
-import type { Database, Executor } from '../db/engine.ts'
+import type { Executor } from '../db/engine.ts'
 import { appendRows, insertRows } from './bulk.ts'
 import { firstWeeksOf, masksOf, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
 import { FIRST_EVER, forEachPoint, hoursOfWeek, parsePointKey, pointKey, type PointCounts } from './presence.ts'
@@ -31,7 +31,7 @@ async function lastHoursBefore(ex: Executor, network: Network, clients: string[]
 interface Sums { sessions: number; bytes: number; clients: number; newClients: number }
 
 /** Recomputes every rollup of one week from its sessions' activity. Returns how many clients were new to the service. */
-export async function rebuildWeek(ex: Executor, engine: Database['engine'], week: number, activity: WeekActivity, lastHours: LastHours): Promise<number> {
+export async function rebuildWeek(ex: Executor, week: number, activity: WeekActivity, lastHours: LastHours): Promise<number> {
   const end = week + WEEK
   const weekHour = week / HOUR
   const bucketRows: unknown[][] = []
@@ -100,6 +100,6 @@ export async function rebuildWeek(ex: Executor, engine: Database['engine'], week
   await appendRows(ex, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
   await appendRows(ex, 'stats_client_weeks', WEEK_COLUMNS, weekRows)
   // Every client met before in this import is in stats_clients already.
-  const { changed } = await insertRows(ex, engine, 'stats_clients', ['client_hash'], [...newToImport].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
+  const { changed } = await insertRows(ex, 'stats_clients', ['client_hash'], [...newToImport].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
   return changed
 }
