@@ -6,6 +6,24 @@ import type { Database, Executor, Row } from './engine.ts'
 const PLACEHOLDER = /\$(\d+)/g
 
 /**
+ * `$n` placeholders in SQLite's syntax. When they appear once each, in order ($1, $2, ...),
+ * as plain `?`: node:sqlite binds positional arguments by skipping named parameters, and
+ * asking SQLite a parameter's name is a linear search, so numbered `?n` cost O(n^2) per
+ * execution (a 160-parameter multi-row insert measured 4x slower). Otherwise `?n`.
+ */
+export function sqliteParameters(sql: string): string {
+  let expected = 1
+  let sequential = true
+  for (const match of sql.matchAll(PLACEHOLDER)) {
+    if (Number(match[1]) !== expected++) {
+      sequential = false
+      break
+    }
+  }
+  return sql.replace(PLACEHOLDER, sequential ? '?' : '?$1')
+}
+
+/**
  * Embedded SQLite through node:sqlite. The driver is synchronous and there is one
  * connection, so a transaction whose body awaits must keep everyone else out until it
  * ends: statements outside it queue behind a lock instead of joining it by accident.
@@ -31,7 +49,7 @@ export class SqliteDatabase implements Database {
   #prepare(sql: string): StatementSync {
     let statement = this.#statements.get(sql)
     if (statement === undefined) {
-      statement = this.#db.prepare(sql.replace(PLACEHOLDER, '?$1'))
+      statement = this.#db.prepare(sqliteParameters(sql))
       statement.setReadBigInts(false)
       if (this.#statements.size > 500) this.#statements.clear()
       this.#statements.set(sql, statement)
