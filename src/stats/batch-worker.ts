@@ -5,7 +5,6 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { ValidationError } from '../errors.ts'
-import { copyText } from './bulk.ts'
 import { createClientHasher } from './client-hash.ts'
 import { sessionBatches } from './session-batches.ts'
 
@@ -28,10 +27,9 @@ port.on('message', (granted: number) => {
 })
 
 try {
-  for await (const batch of sessionBatches(path, createClientHasher(Buffer.from(secret), HASH_CACHE), now, size)) {
+  for await (const batch of sessionBatches(path, createClientHasher(Buffer.from(secret), HASH_CACHE), now, size, { copy: wantCopy })) {
     while (credit === 0) await new Promise<void>((resolve) => { wake = resolve })
     credit--
-    if (wantCopy && batch.bad.length === 0) batch.copy = copyText(batch.rows)
     port.postMessage({ batch })
   }
   port.postMessage({ done: true })

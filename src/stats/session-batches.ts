@@ -5,6 +5,7 @@
  * it is not sure of (quotes, odd cells, a value out of range) goes through checkSession, so
  * accepted records and the reasons of rejected ones are exactly those of the API.
  */
+import { copyText } from './bulk.ts'
 import { csvObject, formatOf, readCsvRows, readRecords } from './file-records.ts'
 import { SESSION_LIMITS, SINGLE_LINE } from './schemas.ts'
 import { EARLIEST_MS } from './time.ts'
@@ -59,15 +60,25 @@ function fieldColumns(header: string[]): number[] | undefined {
   return at.every((i) => i >= 0) ? at : undefined
 }
 
-/** Batches of the sessions of `path`, in file order, each with its bad records. */
-export async function* sessionBatches(path: string, hashClient: (clientId: string) => string, now: number, size = IMPORT_BATCH): AsyncGenerator<RawBatch> {
+/** A cell the fast path checked (no control characters) in COPY's text format: only a backslash needs escaping. */
+const copyCell = (text: string): string => (text.includes('\\') ? text.replaceAll('\\', '\\\\') : text)
+
+/**
+ * Batches of the sessions of `path`, in file order, each with its bad records; with `copy`,
+ * also their rows in COPY's text format (PostgreSQL), written from the file's own digits
+ * where the fast path read them rather than from the parsed numbers.
+ */
+export async function* sessionBatches(path: string, hashClient: (clientId: string) => string, now: number, size = IMPORT_BATCH, options: { copy?: boolean } = {}): AsyncGenerator<RawBatch> {
+  const wantCopy = options.copy ?? false
   let rows: Row[] = []
+  let copy = ''
   let bad: BadLine[] = []
   let first = Infinity
   let read = 0
   let bytes = 0
   const onBytes = (n: number) => { bytes += n }
-  const add = (value: unknown, line: number, session?: Session) => {
+  /** `digits`: the fast path's cells for start, end, bytesUp and bytesDown. */
+  const add = (value: unknown, line: number, session?: Session, digits?: readonly string[]) => {
     read++
     const checked = session !== undefined ? { session } : value === undefined ? { reason: 'not valid JSON' } : checkSession(value, now)
     const s = checked.session
@@ -75,12 +86,20 @@ export async function* sessionBatches(path: string, hashClient: (clientId: strin
       bad.push({ line, reason: checked.reason! })
       return
     }
-    rows.push([s.start, s.sessionId, s.network, s.nodeUid, hashClient(s.clientId), s.end, s.bytesUp, s.bytesDown])
+    const row: Row = [s.start, s.sessionId, s.network, s.nodeUid, hashClient(s.clientId), s.end, s.bytesUp, s.bytesDown]
+    rows.push(row)
+    if (wantCopy) {
+      copy += digits === undefined
+        ? copyText([row])
+        : `${digits[0]}\t${copyCell(s.sessionId)}\t${s.network}\t${copyCell(s.nodeUid)}\t${row[4]}\t${digits[1]}\t${digits[2]}\t${digits[3]}\n`
+    }
     if (s.start < first) first = s.start
   }
   const take = (): RawBatch => {
-    const batch = { rows, first, bad, read, bytes }
+    const batch: RawBatch = { rows, first, bad, read, bytes }
+    if (wantCopy && bad.length === 0) batch.copy = copy
     rows = []
+    copy = ''
     bad = []
     first = Infinity
     return batch
@@ -92,7 +111,8 @@ export async function* sessionBatches(path: string, hashClient: (clientId: strin
       if (header !== seen) at = fieldColumns(seen = header)
       for (const { cells, line } of records) {
         const session = at !== undefined && cells.length === header.length ? fastSession(cells, at, now) : undefined
-        add(session === undefined ? csvObject(header, cells) : undefined, line, session)
+        if (session === undefined) add(csvObject(header, cells), line)
+        else add(undefined, line, session, wantCopy ? [cells[at![4]!]!, cells[at![5]!]!, cells[at![6]!]!, cells[at![7]!]!] : undefined)
         if (rows.length + bad.length >= size) yield take()
       }
     }

@@ -38,3 +38,41 @@ test('CSV sessions: the fast path agrees with checkSession on every record', asy
   assert.deepEqual(bad, expectedBad)
   assert.ok(expectedBad.length > 10 && expectedRows.length >= 3)
 })
+
+/** COPY text format -> rows of strings (the inverse of its escapes; \N as null). */
+function parseCopy(text: string): (string | null)[][] {
+  return text.split('\n').filter((l) => l !== '').map((line) => line.split('\t').map((cell) =>
+    cell === '\\N' ? null : cell.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r' } as Record<string, string>)[c] ?? c)))
+}
+
+test('CSV sessions: the COPY text of a batch holds exactly its rows, on the fast path and off it', async () => {
+  const lines = [
+    good,
+    ['back\\slash', 'wifi', 'node\\1', 'c2', `00${NOW - 9_000}`, String(NOW - 4_000), '0', '007'],
+    ['"quoted, id"', 'gateway', 'g2', 'c3', String(NOW - 8_000), String(NOW - 3_000), '1', '2'],
+  ]
+  const dir = mkdtempSync(join(tmpdir(), 'kns-batches-'))
+  const file = join(dir, 'u.csv')
+  writeFileSync(file, `${[HEADER, ...lines].map((l) => l.join(',')).join('\n')}\n`)
+  const batches = []
+  for await (const b of sessionBatches(file, (id) => `h:${id}`, NOW, 10, { copy: true })) batches.push(b)
+  assert.equal(batches.length, 1)
+  const [batch] = batches
+  assert.deepEqual(batch!.bad, [])
+  assert.equal(batch!.rows.length, 3)
+  const decoded = parseCopy(batch!.copy!).map((cells) => cells.map((c, i) => ([0, 5, 6, 7].includes(i) ? Number(c) : c)))
+  assert.deepEqual(decoded, batch!.rows)
+  assert.equal(batch!.rows[1]![1], 'back\\slash')
+  assert.equal(batch!.rows[2]![1], 'quoted, id')
+})
+
+test('CSV sessions: no COPY text unless asked for, nor for a batch with a bad record', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kns-batches-'))
+  const file = join(dir, 'u.csv')
+  writeFileSync(file, `${[HEADER, good, good.map((c, i) => (i === 1 ? 'lte' : c))].map((l) => l.join(',')).join('\n')}\n`)
+  for await (const b of sessionBatches(file, (id) => `h:${id}`, NOW)) assert.equal(b.copy, undefined)
+  for await (const b of sessionBatches(file, (id) => `h:${id}`, NOW, 10, { copy: true })) {
+    assert.equal(b.bad.length, 1)
+    assert.equal(b.copy, undefined)
+  }
+})
