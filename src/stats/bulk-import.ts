@@ -13,13 +13,14 @@
  * yet recomputed are recomputed with its sessions.
  */
 import type { Database, Executor } from '../db/engine.ts'
+import { ClientNumbers } from './client-numbers.ts'
 import { bumpVersion, lockStats, sessionRows } from './ingest.ts'
 import { storeRawRows } from './raw-sessions.ts'
 import type { RawBatch } from './session-batches.ts'
 import { bucketStart, WEEK } from './time.ts'
 import type { Session } from './validate-session.ts'
 import { CollectedWeeks, readWeek } from './week-activity.ts'
-import { newLastHours, rebuildWeek } from './week-rollups.ts'
+import { LastHours, rebuildWeek } from './week-rollups.ts'
 
 /**
  * A recomputation transaction goes on with the next week until it has run this long: fewer
@@ -30,7 +31,10 @@ const STEP_MS = 1000
 export class BulkImport {
   readonly #db: Database
   /** Each client's last active hour, carried from week to week (bounded by the number of clients). */
-  readonly #lastHours = newLastHours()
+  readonly #lastHours = new LastHours()
+  /** The clients met by this import, numbered; and the number of each client the reader thread numbered. */
+  readonly #numbers = new ClientNumbers()
+  #fromReader = new Int32Array(1024)
   /** Rows kept for the weeks being filled; null until begin(). */
   #collected: CollectedWeeks | null = null
   /** stats_meta.version as this import left it: any other value means someone else wrote. */
@@ -62,9 +66,34 @@ export class BulkImport {
           [bucketStart(first, WEEK)])
       }
       await this.#finish(tx, 0)
-      this.#collected?.add(batch.rows, inserted === batch.rows.length)
+      this.#collected?.stored(batch.rows, inserted === batch.rows.length)
       return inserted
     })
+  }
+
+  /**
+   * What the reader thread sent with a batch: the hashes of the clients it numbered since the
+   * last batch, the weeks it finished collecting (see CollectedWeeks), and whether it stopped.
+   */
+  offer(batch: Pick<RawBatch, 'newClients' | 'finished' | 'stopCollecting'>): void {
+    if (batch.newClients !== undefined) {
+      const { first, hashes } = batch.newClients
+      if (first + hashes.length > this.#fromReader.length) {
+        const grown = new Int32Array(Math.max(first + hashes.length, this.#fromReader.length * 2))
+        grown.set(this.#fromReader)
+        this.#fromReader = grown
+      }
+      for (let i = 0; i < hashes.length; i++) this.#fromReader[first + i] = this.#numbers.numberOf(hashes[i]!)
+    }
+    if (batch.stopCollecting === true) this.#collected?.disable()
+    for (const [week, activity] of batch.finished ?? []) {
+      // The reader's numbers -> this import's (which also numbers clients met in weeks read back).
+      for (const network of [activity.gateway, activity.wifi]) {
+        const clients = network.clients
+        for (let i = 0; i < clients.length; i++) clients[i] = this.#fromReader[clients[i]!]!
+      }
+      this.#collected?.offer(week, activity)
+    }
   }
 
   /**
@@ -83,7 +112,7 @@ export class BulkImport {
         let week = Number(meta.rebuild_from)
         if (week >= before) return null
         // The mark moved back (sessions for weeks already done): the hours carried are ahead of it.
-        if (this.#nextWeek !== null && week !== this.#nextWeek) this.#lastHours.forEach((m) => m.clear())
+        if (this.#nextWeek !== null && week !== this.#nextWeek) this.#lastHours.clear()
         const last = Number(meta.last ?? week)
         const started = performance.now()
         let weeks = 0
@@ -92,10 +121,10 @@ export class BulkImport {
           let activity = this.#collected?.take(week)
           if (activity !== undefined) this.weeks.fromMemory++
           else {
-            activity = await readWeek(tx, week)
+            activity = await readWeek(tx, week, this.#numbers)
             this.weeks.readBack++
           }
-          newClients += await rebuildWeek(tx, week, activity, this.#lastHours)
+          newClients += await rebuildWeek(tx, week, activity, this.#lastHours, this.#numbers)
           weeks++
           week += WEEK
         } while (week <= last && week < before && performance.now() - started < STEP_MS)
@@ -118,7 +147,7 @@ export class BulkImport {
     if (tx.engine === 'postgres') await tx.run('SET LOCAL synchronous_commit TO OFF')
     const row = await tx.get<{ version: number }>('SELECT version FROM stats_meta WHERE id = 1')
     if (this.#version !== null && Number(row!.version) !== this.#version) {
-      this.#lastHours.forEach((m) => m.clear())
+      this.#lastHours.clear()
       this.#collected?.disable()
     }
     this.#version = Number(row!.version)

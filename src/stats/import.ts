@@ -41,7 +41,8 @@ const IMPORT_CACHE_KIB = 262_144
 /** Pages of write-ahead log between checkpoints of the importing connection (80 MB; SQLite's default is 1000). */
 const IMPORT_CHECKPOINT_PAGES = 20_000
 
-export async function importUsage(db: Database, secret: Buffer, path: string, options: { now?: number; batchSize?: number } = {}): Promise<UsageImport> {
+/** `clientLimit`: clients the reader numbers at most (tests lower it to reach the fallback). */
+export async function importUsage(db: Database, secret: Buffer, path: string, options: { now?: number; batchSize?: number; clientLimit?: number } = {}): Promise<UsageImport> {
   const progress = createProgress('usage', statSync(path).size)
   const started = performance.now()
   // A larger write-ahead log between checkpoints: pages the import rewrites (rollups, index
@@ -65,9 +66,10 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
     analyzedAt = Math.max(inserted, 50_000)
   }
   try {
-    for await (const batch of workerBatches(path, secret, options.now ?? Date.now(), { size: options.batchSize, copyText: db.engine === 'postgres' })) {
+    for await (const batch of workerBatches(path, secret, options.now ?? Date.now(), { size: options.batchSize, copyText: db.engine === 'postgres', clientLimit: options.clientLimit })) {
       if (batch.bad.length > 0) rejectLines(path, batch.bad)
       inserted += await bulk.store(batch)
+      bulk.offer(batch)
       read = batch.read
       progress.update(batch.bytes, read)
       // A file in time order (the usual export): recompute the weeks it has gone past now,

@@ -53,12 +53,12 @@ export function weeksOfHours(hours: Iterable<number>): Map<number, number[]> {
  * Points of activity in `hours` (sorted, distinct), given the last active hour before them
  * (null when there was none). Calls `emit` for every point of every width.
  */
-export function forEachPoint(prevHour: number | null, hours: readonly number[], emit: (p: Point) => void): void {
+export function forEachPoint(prevHour: number | null, hours: ArrayLike<number>, emit: (p: Point) => void): void {
   for (const width of WIDTHS) {
     let last = prevHour === null ? null : bucketStart(prevHour * HOUR, width)
     const reach = REACH[width]! * width
-    for (const hour of hours) {
-      const bucket = bucketStart(hour * HOUR, width)
+    for (let h = 0; h < hours.length; h++) {
+      const bucket = bucketStart(hours[h]! * HOUR, width)
       if (bucket === last) continue
       const prev = last === null ? FIRST_EVER : bucket - last > reach ? LONG_AGO : last
       emit({ width, bucket, prev })

@@ -10,6 +10,7 @@ import { csvObject, formatOf, readCsvRows, readRecords } from './file-records.ts
 import { SESSION_LIMITS, SINGLE_LINE } from './schemas.ts'
 import { EARLIEST_MS } from './time.ts'
 import { checkSession, FUTURE_TOLERANCE_MS, type Session } from './validate-session.ts'
+import type { WeekActivity } from './week-activity.ts'
 
 /** Sessions per transaction: large enough to amortise commits, small enough to not hold the write lock long. */
 export const IMPORT_BATCH = 10_000
@@ -28,6 +29,14 @@ export interface RawBatch {
   /** Records read so far, and bytes of the file read so far (progress). */
   read: number
   bytes: number
+  /**
+   * From the reader thread (batch-worker.ts): the hashes of the clients it numbered since the
+   * last batch (numbers first, first + 1, ...), the weeks it finished collecting, and whether
+   * it stopped collecting.
+   */
+  newClients?: { first: number; hashes: string[] }
+  finished?: [number, WeekActivity][]
+  stopCollecting?: boolean
 }
 
 type Row = [number, string, string, string, string, number, number, number]

@@ -5,16 +5,42 @@
  */
 import type { Executor } from '../db/engine.ts'
 import { appendRows, insertRows } from './bulk.ts'
+import type { ClientNumbers } from './client-numbers.ts'
 import { firstWeeksOf, masksOf, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
 import { FIRST_EVER, forEachPoint, hoursOfWeek, parsePointKey, pointKey, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
 import { bucketStart, HOUR, WEEK, WIDTHS } from './time.ts'
 import type { WeekActivity } from './week-activity.ts'
 
-/** Each client's last active hour per network, as far as an import has followed it. */
-export type LastHours = Map<Network, Map<string, number>>
+/** Each client's last active hour per network, as far as an import has followed it, by client number (client-numbers.ts). */
+export class LastHours {
+  readonly #hours: Record<Network, Float64Array> = { gateway: LastHours.#empty(1024), wifi: LastHours.#empty(1024) }
 
-export const newLastHours = (): LastHours => new Map([['gateway', new Map()], ['wifi', new Map()]])
+  static #empty(length: number): Float64Array {
+    return new Float64Array(length).fill(NaN)
+  }
+
+  /** The last active hour of client number `n` (undefined: not followed). */
+  get(network: Network, n: number): number | undefined {
+    const hour = this.#hours[network][n]
+    return hour === undefined || Number.isNaN(hour) ? undefined : hour
+  }
+
+  set(network: Network, n: number, hour: number): void {
+    let hours = this.#hours[network]
+    if (n >= hours.length) {
+      const grown = LastHours.#empty(Math.max(n + 1, hours.length * 2))
+      grown.set(hours)
+      this.#hours[network] = hours = grown
+    }
+    hours[n] = hour
+  }
+
+  /** Forgets everything followed (someone else changed the statistics). */
+  clear(): void {
+    for (const network of ['gateway', 'wifi'] as const) this.#hours[network] = LastHours.#empty(1024)
+  }
+}
 
 /**
  * Each client's last active hour before `week` (absent: never active before it), and the
@@ -30,8 +56,11 @@ async function lastHoursBefore(ex: Executor, network: Network, clients: string[]
 
 interface Sums { sessions: number; bytes: number; clients: number; newClients: number }
 
-/** Recomputes every rollup of one week from its sessions' activity. Returns how many clients were new to the service. */
-export async function rebuildWeek(ex: Executor, week: number, activity: WeekActivity, lastHours: LastHours): Promise<number> {
+/**
+ * Recomputes every rollup of one week from its sessions' activity, whose clients are numbers
+ * of `numbers`. Returns how many clients were new to the service.
+ */
+export async function rebuildWeek(ex: Executor, week: number, activity: WeekActivity, lastHours: LastHours, numbers: ClientNumbers): Promise<number> {
   const end = week + WEEK
   const weekHour = week / HOUR
   const bucketRows: unknown[][] = []
@@ -39,7 +68,7 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
   const weekRows: unknown[][] = []
   const newToImport = new Set<string>()
   for (const network of ['gateway', 'wifi'] as const) {
-    const { hours, clients } = activity.of(network)
+    const { sums, clients, offsets, activeHours } = activity[network]
     const buckets = new Map<number, Map<number, Sums>>(WIDTHS.map((w) => [w, new Map()]))
     const bucket = (width: number, start: number) => {
       const byStart = buckets.get(width)!
@@ -47,7 +76,7 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
       if (b === undefined) byStart.set(start, b = { sessions: 0, bytes: 0, clients: 0, newClients: 0 })
       return b
     }
-    for (const [hour, s] of hours) {
+    for (const [hour, s] of sums) {
       for (const width of WIDTHS) {
         const b = bucket(width, bucketStart(hour * HOUR, width))
         b.sessions += s.sessions
@@ -55,17 +84,20 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
       }
     }
     // Clients this import has not met yet on this network: their history is in the database.
-    const carried = lastHours.get(network)!
-    const unknown = [...clients.keys()].filter((c) => !carried.has(c))
+    const unknown: string[] = []
+    for (let i = 0; i < clients.length; i++) {
+      if (lastHours.get(network, clients[i]!) === undefined) unknown.push(numbers.hashes[clients[i]!]!)
+    }
     const { last: found, firstSeen } = await lastHoursBefore(ex, network, unknown, week)
     await recordFirstWeeks(ex, network, firstSeen.map((c) => [c, week]))
     for (const c of unknown) newToImport.add(c)
     const points: PointCounts = new Map()
-    // In key order, so that the rows below are inserted in the order of their primary keys.
-    for (const client of [...clients.keys()].sort()) {
-      const sorted = clients.get(client)!
-      const prev = carried.get(client) ?? found.get(client) ?? null
-      forEachPoint(prev, sorted, (p) => {
+    // Clients come in key order, so that the rows below are inserted in the order of their primary keys.
+    for (let i = 0; i < clients.length; i++) {
+      const client = numbers.hashes[clients[i]!]!
+      const hours = activeHours.subarray(offsets[i]!, offsets[i + 1]!)
+      const prev = lastHours.get(network, clients[i]!) ?? found.get(client) ?? null
+      forEachPoint(prev, hours, (p) => {
         const b = bucket(p.width, p.bucket)
         b.clients += 1
         if (p.prev === FIRST_EVER) b.newClients += 1
@@ -73,13 +105,13 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
         points.set(k, (points.get(k) ?? 0) + 1)
       })
       const masks = [0, 0, 0, 0, 0, 0, 0]
-      for (const hour of sorted) {
-        const offset = hour - weekHour
+      for (let h = 0; h < hours.length; h++) {
+        const offset = hours[h]! - weekHour
         const day = Math.floor(offset / 24)
         masks[day] = masks[day]! | (1 << offset % 24)
       }
       weekRows.push([network, week, client, ...masks])
-      carried.set(client, sorted.at(-1)!)
+      lastHours.set(network, clients[i]!, hours[hours.length - 1]!)
     }
     for (const [width, byStart] of buckets) {
       for (const [start, b] of byStart) bucketRows.push([network, width, start, b.sessions, b.bytes, b.clients, b.newClients])

@@ -7,13 +7,22 @@ import { ValidationError } from '../errors.ts'
 import type { BatchWorkerData } from './batch-worker.ts'
 import { IMPORT_BATCH, type RawBatch } from './session-batches.ts'
 
-/** Batches the worker may have ready ahead of the importing thread. */
-const AHEAD = 3
+/**
+ * Batches the worker may have ready ahead of the importing thread: more than a busy week's
+ * worth, so that it reads on while a week's rollups are recomputed (3 left both threads idle
+ * a third of a 10-million-session import, each waiting for the other).
+ */
+const AHEAD = 24
 
 type Message = { batch: RawBatch } | { done: true } | { error: { message: string; validation: boolean } }
 
-export async function* workerBatches(path: string, secret: Buffer, now: number, options: { size?: number; copyText?: boolean } = {}): AsyncGenerator<RawBatch> {
-  const data: BatchWorkerData = { path, secret: new Uint8Array(secret), now, size: options.size ?? IMPORT_BATCH, copyText: options.copyText ?? false }
+/** Clients the reader numbers at most (about 200 bytes each): a bulk import meets each one many times. */
+const CLIENT_LIMIT = 1_000_000
+
+export async function* workerBatches(path: string, secret: Buffer, now: number, options: { size?: number; copyText?: boolean; clientLimit?: number } = {}): AsyncGenerator<RawBatch> {
+  const data: BatchWorkerData = {
+    path, secret: new Uint8Array(secret), now, size: options.size ?? IMPORT_BATCH, copyText: options.copyText ?? false, clientLimit: options.clientLimit ?? CLIENT_LIMIT,
+  }
   const worker = new Worker(new URL('./batch-worker.ts', import.meta.url), { workerData: data })
   const queue: Message[] = []
   let wake: (() => void) | undefined

@@ -126,6 +126,15 @@ test('a file in time order: weeks recomputed from memory as the import goes; a r
     assert.equal(third.inserted, 201)
     assert.ok(third.weeks.readBack > 0, `weeks read back: ${JSON.stringify(third.weeks)}`)
     await check([...ordered, ...more], 'with a late session')
+
+    // More clients than the reader may number: from there on, weeks are read back.
+    const many: RawSession[] = ordered.slice(0, 150).map((s, i) => ({ ...s, sessionId: `n-${i}`, start: s.start + 40 * 7 * DAY, end: s.end + 40 * 7 * DAY }))
+    const file3 = join(fresh.env.DATA_DIR!, 'many.csv')
+    writeFileSync(file3, csv(many))
+    const fourth = await importUsage(fresh.service.db, fresh.service.secret, file3, { batchSize: 40, clientLimit: 8 })
+    assert.equal(fourth.inserted, 150)
+    assert.ok(fourth.weeks.readBack > 0, `weeks read back: ${JSON.stringify(fourth.weeks)}`)
+    await check([...ordered, ...more, ...many], 'past the client limit')
   } finally {
     await fresh.close()
   }
@@ -146,6 +155,41 @@ test('a file out of order into an empty database: every week from memory, sorted
       for (const network of ['gateway', 'wifi'] as const) {
         const period = normalizePeriod(new Date(start).toISOString(), new Date(start + length).toISOString(), Date.now())
         assert.deepEqual(observedRange(await rangeStats(fresh.service.db, network, period)), expectedRange(busy, network, period), `${network} ${start} +${length}`)
+      }
+    }
+  } finally {
+    await fresh.close()
+  }
+})
+
+test('a file starting in a week the database already held: that week read back, the later ones from memory; exact', async () => {
+  const fresh = await startHarness()
+  try {
+    const key = await fresh.key({ scopes: ['admin'] })
+    const W0 = Date.UTC(2024, 8, 2) // a Monday
+    const at = (week: number, hour: number) => W0 + week * 7 * DAY + hour * HOUR
+    const session = (id: string, clientId: string, start: number, network: 'gateway' | 'wifi' = 'gateway'): RawSession =>
+      ({ sessionId: id, network, nodeUid: 'n', clientId, start, end: start + 1000, bytesUp: 5, bytesDown: 7 })
+    // Stored through the API: clients only the database knows, met when the import reads week 0 back.
+    const stored = ['old-a', 'old-b', 'old-c'].map((c, i) => session(`api-${i}`, c, at(0, 1 + i)))
+    assert.equal((await fresh.app.inject({ method: 'POST', url: '/api/v1/admin/usage', headers: { 'x-api-key': key }, payload: stored })).statusCode, 200)
+    // The file: week 0, then new clients week after week (so the reader's numbers and the import's differ).
+    const file: RawSession[] = [session('f-0', 'new-0', at(0, 30))]
+    for (let week = 1; week <= 5; week++) {
+      for (let k = 0; k < 3; k++) file.push(session(`f-${week}-${k}`, k === 0 ? 'old-b' : `new-${week}-${k}`, at(week, 10 + k), k === 2 ? 'wifi' : 'gateway'))
+    }
+    const path = join(fresh.env.DATA_DIR!, 'after-api.csv')
+    writeFileSync(path, ['sessionId,network,nodeUid,clientId,start,end,bytesUp,bytesDown',
+      ...file.map((s) => [s.sessionId, s.network, s.nodeUid, s.clientId, s.start, s.end, s.bytesUp, s.bytesDown].join(','))].join('\n'))
+    const result = await importUsage(fresh.service.db, fresh.service.secret, path, { batchSize: 2 })
+    assert.equal(result.inserted, file.length)
+    assert.ok(result.weeks.readBack >= 1 && result.weeks.fromMemory >= 4, JSON.stringify(result.weeks))
+    const all = [...stored, ...file]
+    assert.equal((await globalStats(fresh.service.db)).totalUniqueClients, expectedGlobal(all).totalUniqueClients)
+    for (const network of ['gateway', 'wifi'] as const) {
+      for (const [start, length] of [[W0, 6 * 7 * DAY], [at(2, 0), 7 * DAY]] as const) {
+        const period = normalizePeriod(new Date(start).toISOString(), new Date(start + length).toISOString(), Date.now())
+        assert.deepEqual(observedRange(await rangeStats(fresh.service.db, network, period)), expectedRange(all, network, period), `${network} ${start}`)
       }
     }
   } finally {
