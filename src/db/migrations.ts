@@ -1,5 +1,5 @@
 import type { Database } from './engine.ts'
-import { STATS_LAYOUT_MIGRATION, STATS_MIGRATION, STATS_WEEK_FIRST_MIGRATION } from '../stats/migration.ts'
+import { STATS_BYTEWISE_KEYS_MIGRATION, STATS_LAYOUT_MIGRATION, STATS_MIGRATION, STATS_WEEK_FIRST_MIGRATION } from '../stats/migration.ts'
 
 export interface Migration {
   version: number
@@ -140,6 +140,12 @@ export const MIGRATIONS: Migration[] = [
     name: 'public statistics: client history keyed by week first, first week per network client',
     up: [],
     only: STATS_WEEK_FIRST_MIGRATION,
+  },
+  {
+    version: 6,
+    name: 'public statistics: text keys compared byte by byte on PostgreSQL',
+    up: [],
+    only: STATS_BYTEWISE_KEYS_MIGRATION,
   },
 ]
 

@@ -80,6 +80,11 @@ try {
       } else weeks.stop()
     }
     if (!weeks.enabled) batch.stopCollecting = true
+    // COPY text is all the importing thread stores: the rows themselves need not be cloned across.
+    if (batch.copy !== undefined) {
+      batch.starts = Float64Array.from(batch.rows, (row) => row[0] as number)
+      batch.rows = []
+    }
     await send(last = batch)
   }
   // The weeks still open: as a batch without rows.

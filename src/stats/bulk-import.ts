@@ -14,7 +14,7 @@
  */
 import type { Database, Executor } from '../db/engine.ts'
 import { ClientNumbers } from './client-numbers.ts'
-import { bumpVersion, lockStats, sessionRows } from './ingest.ts'
+import { lockRollups, lockSessions, sessionRows } from './ingest.ts'
 import { storeRawRows } from './raw-sessions.ts'
 import type { RawBatch } from './session-batches.ts'
 import { bucketStart, WEEK } from './time.ts'
@@ -55,18 +55,24 @@ export class BulkImport {
     this.#collected = new CollectedWeeks(meta!.last === null ? null : Number(meta!.last))
   }
 
-  /** Stores the rows of a batch (see session-batches.ts) not stored yet, and marks their weeks. Returns how many were new. */
-  async store(batch: Pick<RawBatch, 'rows' | 'first' | 'copy'>): Promise<number> {
-    if (batch.rows.length === 0) return 0
+  /**
+   * Stores the rows of a batch (see session-batches.ts) not stored yet, and marks their weeks.
+   * Returns how many were new. Takes only the sessions lock: on PostgreSQL it runs beside a
+   * recomputation on another connection, until the mark waits for that one's commit.
+   */
+  async store(batch: Pick<RawBatch, 'rows' | 'starts' | 'first' | 'copy'>): Promise<number> {
+    const starts = batch.starts ?? Float64Array.from(batch.rows, (row) => row[0] as number)
+    if (starts.length === 0) return 0
     return this.#db.transaction(async (tx) => {
-      await this.#start(tx)
+      await lockSessions(this.#db, tx)
+      await relaxDurability(tx)
       const { inserted, first } = await storeRawRows(tx, batch)
       if (inserted > 0) {
         await tx.run('UPDATE stats_meta SET rebuild_from = CASE WHEN rebuild_from IS NULL OR rebuild_from > $1 THEN $1 ELSE rebuild_from END WHERE id = 1',
           [bucketStart(first, WEEK)])
       }
-      await this.#finish(tx, 0)
-      this.#collected?.stored(batch.rows, inserted === batch.rows.length)
+      await this.#bump(tx, 0)
+      this.#collected?.stored(starts, inserted === starts.length)
       return inserted
     })
   }
@@ -129,7 +135,7 @@ export class BulkImport {
           week += WEEK
         } while (week <= last && week < before && performance.now() - started < STEP_MS)
         await tx.run('UPDATE stats_meta SET rebuild_from = $1 WHERE id = 1', [week > last ? null : week])
-        await this.#finish(tx, newClients)
+        await this.#bump(tx, newClients)
         return { next: week, weeks, remaining: Math.max(0, Math.ceil((last + 1 - week) / WEEK)) }
       })
       if (step === null) return done
@@ -139,25 +145,41 @@ export class BulkImport {
     }
   }
 
-  /** Takes the statistics lock; when someone else changed them since, nothing kept in memory is trusted. */
+  /**
+   * Takes the rollups lock and the stats_meta row (so a store in flight on another connection
+   * has committed its mark and version first); when someone else changed the statistics
+   * since, nothing kept in memory is trusted.
+   */
   async #start(tx: Executor): Promise<void> {
-    await lockStats(this.#db, tx)
-    // The import's transactions need not wait for the disk: a crash loses at most the last
-    // few, and the import run again stores them (see README).
-    if (tx.engine === 'postgres') await tx.run('SET LOCAL synchronous_commit TO OFF')
-    const row = await tx.get<{ version: number }>('SELECT version FROM stats_meta WHERE id = 1')
-    if (this.#version !== null && Number(row!.version) !== this.#version) {
+    await lockRollups(this.#db, tx)
+    await relaxDurability(tx)
+    const row = await tx.get<{ version: number }>(`SELECT version FROM stats_meta WHERE id = 1${tx.engine === 'postgres' ? ' FOR UPDATE' : ''}`)
+    this.#observe(Number(row!.version), false)
+  }
+
+  /** Bumps the version (ETags, cached answers). */
+  async #bump(tx: Executor, newClients: number): Promise<void> {
+    const row = await tx.get<{ version: number }>('UPDATE stats_meta SET version = version + 1, all_clients = all_clients + $1 WHERE id = 1 RETURNING version', [newClients])
+    this.#observe(Number(row!.version), true)
+  }
+
+  /**
+   * A version read (`own` false) or just written by this import: anything but the last one it
+   * saw (plus one for its own bump) means someone else wrote in between. Bumps are serialised
+   * by the row lock, and each transaction of this import bumps once.
+   */
+  #observe(version: number, own: boolean): void {
+    if (this.#version !== null && version !== this.#version + (own ? 1 : 0)) {
       this.#lastHours.clear()
       this.#collected?.disable()
     }
-    this.#version = Number(row!.version)
+    this.#version = version
   }
+}
 
-  /** Bumps the version (ETags, cached answers) and remembers it as this import's own. */
-  async #finish(tx: Executor, newClients: number): Promise<void> {
-    await bumpVersion(tx, newClients)
-    this.#version = this.#version! + 1
-  }
+/** The import's transactions need not wait for the disk: a crash loses at most the last few, and the import run again stores them (see README). */
+async function relaxDurability(tx: Executor): Promise<void> {
+  if (tx.engine === 'postgres') await tx.run('SET LOCAL synchronous_commit TO OFF')
 }
 
 /** Stores the sessions not stored yet, and marks their weeks for recomputation. Returns how many were new. */

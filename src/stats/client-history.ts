@@ -140,8 +140,26 @@ export async function loadWindows(ex: Executor, network: Network, from: Readonly
   return { windows, first }
 }
 
-/** Records first active weeks (an earlier week replaces a later one). */
+const FIRST_WEEK_CONFLICT = 'ON CONFLICT (network, client_hash) DO UPDATE SET first_week = excluded.first_week WHERE excluded.first_week < stats_network_clients.first_week'
+
+/** Records first active weeks (an earlier week replaces a later one); one row per client. */
 export async function recordFirstWeeks(ex: Executor, network: Network, rows: readonly (readonly [string, number])[]): Promise<void> {
-  await insertRows(ex, 'stats_network_clients', ['network', 'client_hash', 'first_week'], rows.map(([client, week]) => [network, client, week]),
-    `ON CONFLICT (network, client_hash) DO UPDATE SET first_week = excluded.first_week WHERE excluded.first_week < stats_network_clients.first_week`)
+  if (rows.length === 0) return
+  if (ex.engine === 'postgres') {
+    // Two array parameters: PostgreSQL plans this once, where thousands of VALUES rows cost a parse each time.
+    await ex.run(`INSERT INTO stats_network_clients (network, client_hash, first_week)
+      SELECT $1, c, w FROM unnest($2::text[], $3::bigint[]) AS t (c, w) ${FIRST_WEEK_CONFLICT}`, [network, rows.map((r) => r[0]), rows.map((r) => r[1])])
+    return
+  }
+  await insertRows(ex, 'stats_network_clients', ['network', 'client_hash', 'first_week'], rows.map(([client, week]) => [network, client, week]), FIRST_WEEK_CONFLICT)
+}
+
+/** Adds clients to the set of every client ever seen. Returns how many were not in it. */
+export async function recordClients(ex: Executor, clients: Iterable<string>): Promise<number> {
+  const list = [...clients]
+  if (list.length === 0) return 0
+  if (ex.engine === 'postgres') {
+    return ex.run('INSERT INTO stats_clients (client_hash) SELECT unnest($1::text[]) ON CONFLICT (client_hash) DO NOTHING', [list])
+  }
+  return (await insertRows(ex, 'stats_clients', ['client_hash'], list.map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')).changed
 }

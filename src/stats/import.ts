@@ -65,6 +65,14 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
     await db.exec('ANALYZE stats_sessions')
     analyzedAt = Math.max(inserted, 50_000)
   }
+  // The recomputation of the weeks the file has gone past runs while the next batches are
+  // stored (on PostgreSQL over two connections; on SQLite they take turns); one at a time.
+  let recomputing: Promise<unknown> | undefined
+  const settle = async () => {
+    const pending = recomputing
+    recomputing = undefined
+    await pending
+  }
   try {
     for await (const batch of workerBatches(path, secret, options.now ?? Date.now(), { size: options.batchSize, copyText: db.engine === 'postgres', clientLimit: options.clientLimit })) {
       if (batch.bad.length > 0) rejectLines(path, batch.bad)
@@ -79,12 +87,18 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
       const week = bucketStart(batch.first, WEEK)
       if (week < completeBefore) completeBefore = null
       else if (week > completeBefore) {
+        await settle()
         await analyze()
         completeBefore = week
-        await bulk.rebuild({ before: week })
+        recomputing = bulk.rebuild({ before: week })
+        // Its failure surfaces at the next settle(); until then it must not count as unhandled.
+        recomputing.catch(() => {})
       }
     }
+    await settle()
   } finally {
+    // On an error, what is still running finishes (or fails) before the error is reported.
+    await recomputing?.catch(() => {})
     progress.done()
   }
   await analyze()

@@ -8,12 +8,29 @@ import { applyToRollups, type StoredSession } from './rollups.ts'
 import type { Gateway, WifiNode } from './schemas.ts'
 import type { Session } from './validate-session.ts'
 
-/** Ingestion is serialised per database: rollup maintenance reads what it then updates. */
-const STATS_LOCK = 0x6b6e7333 // "kns3"
+/**
+ * Ingestion is serialised per database (PostgreSQL advisory locks; SQLite transactions are
+ * serialised already): rollup maintenance reads what it then updates. Two locks, always taken
+ * in this order, so that a bulk import can store raw sessions on one connection while it
+ * recomputes rollups on another (bulk-import.ts); API ingestion takes both.
+ */
+const ROLLUPS_LOCK = 0x6b6e7333 // "kns3"
+const SESSIONS_LOCK = 0x6b6e7334 // "kns4"
 
+/** Everything: rollups and raw sessions. */
 export async function lockStats(db: Database, tx: Executor): Promise<void> {
-  // SQLite transactions are serialised already (BEGIN IMMEDIATE).
-  if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [STATS_LOCK])
+  await lockRollups(db, tx)
+  await lockSessions(db, tx)
+}
+
+/** The rollups (recomputing weeks). */
+export async function lockRollups(db: Database, tx: Executor): Promise<void> {
+  if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [ROLLUPS_LOCK])
+}
+
+/** Inserting raw sessions (with the week marks that come with them). */
+export async function lockSessions(db: Database, tx: Executor): Promise<void> {
+  if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [SESSIONS_LOCK])
 }
 
 /** Every change to the statistics bumps the version: ETags and cached answers key on it. */

@@ -167,3 +167,20 @@ export const STATS_WEEK_FIRST_MIGRATION: { sqlite: string[]; postgres: string[] 
   sqlite: weekFirstLayout(' WITHOUT ROWID'),
   postgres: weekFirstLayout(''),
 }
+
+/**
+ * Migration 6 (PostgreSQL): the statistics' text keys compare byte by byte (COLLATE "C"), as
+ * SQLite's BINARY does. Under a libc locale such as C.UTF-8 every comparison in their indexes
+ * went through strcoll; a 10-million-session import makes about a billion of them.
+ * Only the indexes are rebuilt; the values and their (ASCII) order are unchanged.
+ */
+export const STATS_BYTEWISE_KEYS_MIGRATION: { postgres: string[] } = {
+  postgres: [
+    'ALTER TABLE stats_sessions ALTER COLUMN session_id TYPE TEXT COLLATE "C"',
+    'ALTER TABLE stats_buckets ALTER COLUMN network TYPE TEXT COLLATE "C"',
+    'ALTER TABLE stats_bucket_clients ALTER COLUMN network TYPE TEXT COLLATE "C"',
+    'ALTER TABLE stats_client_weeks ALTER COLUMN network TYPE TEXT COLLATE "C", ALTER COLUMN client_hash TYPE TEXT COLLATE "C"',
+    'ALTER TABLE stats_network_clients ALTER COLUMN network TYPE TEXT COLLATE "C", ALTER COLUMN client_hash TYPE TEXT COLLATE "C"',
+    'ALTER TABLE stats_clients ALTER COLUMN client_hash TYPE TEXT COLLATE "C"',
+  ],
+}

@@ -12,7 +12,7 @@
  */
 import type { Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
-import { loadWindows, masksOf, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
+import { loadWindows, masksOf, recordClients, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
 import { addPointChange, FIRST_EVER, hourOf, hoursOfWeek, mergeHours, parsePointKey, weeksOfHours, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
 import { bucketStart, WEEK, WIDTHS } from './time.ts'
@@ -115,6 +115,5 @@ export async function applyToRollups(ex: Executor, sessions: readonly StoredSess
      bytes = stats_buckets.bytes + excluded.bytes, clients = stats_buckets.clients + excluded.clients,
      new_clients = stats_buckets.new_clients + excluded.new_clients`)
   const everyClient = new Set(sessions.map((s) => s.clientHash))
-  const { changed } = await insertRows(ex, 'stats_clients', ['client_hash'], [...everyClient].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
-  return changed
+  return recordClients(ex, everyClient)
 }

@@ -18,8 +18,14 @@ export const IMPORT_BATCH = 10_000
 export interface BadLine { line: number; reason: string }
 
 export interface RawBatch {
-  /** Rows [start_ms, session_id, network, node_uid, client_hash, end_ms, bytes_up, bytes_down] (a session repeated within the batch included: the first one is stored). */
+  /**
+   * Rows [start_ms, session_id, network, node_uid, client_hash, end_ms, bytes_up, bytes_down]
+   * (a session repeated within the batch included: the first one is stored). Empty in a batch
+   * the reader thread sent as COPY text only (`copy` and `starts`).
+   */
   rows: unknown[][]
+  /** Each session's start_ms, in order, when `rows` were left out. */
+  starts?: Float64Array
   /** The rows in COPY's text format, when the worker was asked for it (PostgreSQL). */
   copy?: string
   /** Earliest start_ms of the rows (Infinity when none). */

@@ -181,12 +181,12 @@ export class CollectedWeeks {
     this.#freshAfter = lastStored === null ? -Infinity : bucketStart(lastStored, WEEK)
   }
 
-  /** A batch of rows (as for stats_sessions) was stored; `allNew`: every one of them was new. */
-  stored(rows: readonly (readonly unknown[])[], allNew: boolean): void {
+  /** A batch of sessions starting at `starts` was stored; `allNew`: every one of them was new. */
+  stored(starts: ArrayLike<number>, allNew: boolean): void {
     if (!this.#enabled) return
     let previous = NaN
-    for (const row of rows) {
-      const week = bucketStart(row[0] as number, WEEK)
+    for (let i = 0; i < starts.length; i++) {
+      const week = bucketStart(starts[i]!, WEEK)
       if (week === previous) continue
       previous = week
       const state = this.#weeks.get(week)

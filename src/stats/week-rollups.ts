@@ -4,9 +4,9 @@
  * week row of the week is replaced. Used by bulk import (bulk-import.ts).
  */
 import type { Executor } from '../db/engine.ts'
-import { appendRows, insertRows } from './bulk.ts'
+import { appendRows } from './bulk.ts'
 import type { ClientNumbers } from './client-numbers.ts'
-import { firstWeeksOf, masksOf, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
+import { firstWeeksOf, masksOf, recordClients, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
 import { FIRST_EVER, forEachPoint, hoursOfWeek, parsePointKey, pointKey, type PointCounts } from './presence.ts'
 import type { Network } from './schemas.ts'
 import { bucketStart, HOUR, WEEK, WIDTHS } from './time.ts'
@@ -115,9 +115,9 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
     }
     for (const [width, byStart] of buckets) {
       for (const [start, b] of byStart) bucketRows.push([network, width, start, b.sessions, b.bytes, b.clients, b.newClients])
-      await ex.run('DELETE FROM stats_buckets WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
-      await ex.run('DELETE FROM stats_bucket_clients WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4', [network, width, week, end])
     }
+    await ex.run(`DELETE FROM stats_buckets WHERE network = $1 AND width IN (${WIDTHS.join(', ')}) AND bucket_ms >= $2 AND bucket_ms < $3`, [network, week, end])
+    await ex.run(`DELETE FROM stats_bucket_clients WHERE network = $1 AND width IN (${WIDTHS.join(', ')}) AND bucket_ms >= $2 AND bucket_ms < $3`, [network, week, end])
     // The activity holds every client of the week, so the week's rows are replaced as a whole.
     await ex.run('DELETE FROM stats_client_weeks WHERE network = $1 AND week_ms = $2', [network, week])
     for (const k of [...points.keys()].sort((a, b) => a - b)) {
@@ -132,6 +132,5 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
   await appendRows(ex, 'stats_bucket_clients', ['network', 'width', 'bucket_ms', 'prev_ms', 'clients'], pointRows)
   await appendRows(ex, 'stats_client_weeks', WEEK_COLUMNS, weekRows)
   // Every client met before in this import is in stats_clients already.
-  const { changed } = await insertRows(ex, 'stats_clients', ['client_hash'], [...newToImport].map((c) => [c]), 'ON CONFLICT (client_hash) DO NOTHING')
-  return changed
+  return recordClients(ex, newToImport)
 }

@@ -47,10 +47,10 @@ test('collected weeks are served only while everything stored in them came throu
   const w2 = WEEK0 + 2 * WEEK
   const w3 = WEEK0 + 3 * WEEK
   const w4 = WEEK0 + 4 * WEEK
-  weeks.stored([row(WEEK0 + 5 * HOUR, 'gateway', 'a'), row(w1, 'gateway', 'a'), row(w2, 'gateway', 'a'), row(w3, 'gateway', 'a')], true)
-  weeks.stored([row(w2 + HOUR, 'gateway', 'a')], false) // a re-run: some row was stored already
+  weeks.stored([WEEK0 + 5 * HOUR, w1, w2, w3], true)
+  weeks.stored([w2 + HOUR], false) // a re-run: some row was stored already
   for (const w of [WEEK0, w1, w2, w3]) weeks.offer(w, activity())
-  weeks.stored([row(w3 + 2 * HOUR, 'wifi', 'b')], true) // a late row after the hand-over
+  weeks.stored([w3 + 2 * HOUR], true) // a late row after the hand-over
   weeks.offer(w4, activity())
   weeks.offer(w4, activity()) // offered twice: out of order
   assert.deepEqual([WEEK0, w1, w2, w3, w4].map((w) => weeks.take(w) !== undefined), [false, true, false, false, false])
