@@ -58,11 +58,13 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
   let inserted = 0
   // The weeks before this point have all their sessions, as long as the file is in time order.
   let completeBefore: number | null = -Infinity
-  // PostgreSQL plans the week reads from table statistics: refreshed as the table grows.
+  // PostgreSQL plans from table statistics (the week reads, a week's deletes and client
+  // lookups): refreshed as the tables grow, or an index probe becomes a scan of a table
+  // the planner still believes empty.
   let analyzedAt = 0
   const analyze = async () => {
     if (db.engine !== 'postgres' || inserted < 2 * analyzedAt || inserted === 0) return
-    await db.exec('ANALYZE stats_sessions')
+    await db.exec('ANALYZE stats_sessions, stats_buckets, stats_bucket_clients, stats_client_weeks, stats_network_clients, stats_clients')
     analyzedAt = Math.max(inserted, 50_000)
   }
   // The recomputation of the weeks the file has gone past runs while the next batches are
