@@ -13,8 +13,9 @@
  * yet recomputed are recomputed with its sessions.
  */
 import type { Database, Executor } from '../db/engine.ts'
+import { withLength } from '../lib/typed-arrays.ts'
 import { ClientNumbers } from './client-numbers.ts'
-import { lockRollups, lockSessions, sessionRows } from './ingest.ts'
+import { bumpVersion, lockRollups, lockSessions, sessionRows } from './ingest.ts'
 import { storeRawRows } from './raw-sessions.ts'
 import type { RawBatch } from './session-batches.ts'
 import { bucketStart, WEEK } from './time.ts'
@@ -84,11 +85,7 @@ export class BulkImport {
   offer(batch: Pick<RawBatch, 'newClients' | 'finished' | 'stopCollecting'>): void {
     if (batch.newClients !== undefined) {
       const { first, hashes } = batch.newClients
-      if (first + hashes.length > this.#fromReader.length) {
-        const grown = new Int32Array(Math.max(first + hashes.length, this.#fromReader.length * 2))
-        grown.set(this.#fromReader)
-        this.#fromReader = grown
-      }
+      this.#fromReader = withLength(this.#fromReader, first + hashes.length)
       for (let i = 0; i < hashes.length; i++) this.#fromReader[first + i] = this.#numbers.numberOf(hashes[i]!)
     }
     if (batch.stopCollecting === true) this.#collected?.disable()
@@ -159,8 +156,7 @@ export class BulkImport {
 
   /** Bumps the version (ETags, cached answers). */
   async #bump(tx: Executor, newClients: number): Promise<void> {
-    const row = await tx.get<{ version: number }>('UPDATE stats_meta SET version = version + 1, all_clients = all_clients + $1 WHERE id = 1 RETURNING version', [newClients])
-    this.#observe(Number(row!.version), true)
+    this.#observe(await bumpVersion(tx, newClients), true)
   }
 
   /**

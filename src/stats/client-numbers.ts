@@ -4,6 +4,7 @@
  * arrays indexed by number instead of maps keyed by 16-character strings, whose lookups
  * dominated a 10-million-session import once the clients no longer fit in the CPU caches.
  */
+import { withLength } from '../lib/typed-arrays.ts'
 
 /** base64url characters in ascending code order: a hash's first characters as a number that sorts the same way. */
 const ALPHABET = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz'
@@ -45,11 +46,7 @@ export class ClientNumbers {
       n = this.hashes.length
       this.#numbers.set(hash, n)
       this.hashes.push(hash)
-      if (n === this.#keys.length) {
-        const grown = new Float64Array(n * 2)
-        grown.set(this.#keys)
-        this.#keys = grown
-      }
+      this.#keys = withLength(this.#keys, n + 1)
       this.#keys[n] = sortKey(hash)
     }
     return n

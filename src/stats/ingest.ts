@@ -33,9 +33,10 @@ export async function lockSessions(db: Database, tx: Executor): Promise<void> {
   if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [SESSIONS_LOCK])
 }
 
-/** Every change to the statistics bumps the version: ETags and cached answers key on it. */
-export async function bumpVersion(tx: Executor, newClients = 0): Promise<void> {
-  await tx.run('UPDATE stats_meta SET version = version + 1, all_clients = all_clients + $1 WHERE id = 1', [newClients])
+/** Every change to the statistics bumps the version: ETags and cached answers key on it. Returns the new version. */
+export async function bumpVersion(tx: Executor, newClients = 0): Promise<number> {
+  const row = await tx.get<{ version: number }>('UPDATE stats_meta SET version = version + 1, all_clients = all_clients + $1 WHERE id = 1 RETURNING version', [newClients])
+  return Number(row!.version)
 }
 
 export interface IngestResult {

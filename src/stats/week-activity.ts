@@ -9,6 +9,7 @@
  * keys), their hours packed into one Int32Array.
  */
 import type { Executor } from '../db/engine.ts'
+import { withLength } from '../lib/typed-arrays.ts'
 import type { ClientNumbers } from './client-numbers.ts'
 import type { Network } from './schemas.ts'
 import { bucketStart, HOUR, WEEK } from './time.ts'
@@ -43,11 +44,7 @@ class NetworkBuilder {
       sums.sessions++
       sums.bytes += bytes
     }
-    if (client >= this.#slots.length) {
-      const grown = new Int32Array(Math.max(client + 1, this.#slots.length * 2))
-      grown.set(this.#slots)
-      this.#slots = grown
-    }
+    this.#slots = withLength(this.#slots, client + 1)
     const slot = this.#slots[client]!
     if (slot === 0) {
       this.#members.push(client)

@@ -4,6 +4,7 @@
  * week row of the week is replaced. Used by bulk import (bulk-import.ts).
  */
 import type { Executor } from '../db/engine.ts'
+import { withLength } from '../lib/typed-arrays.ts'
 import { appendRows } from './bulk.ts'
 import type { ClientNumbers } from './client-numbers.ts'
 import { firstWeeksOf, masksOf, recordClients, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
@@ -14,11 +15,8 @@ import type { WeekActivity } from './week-activity.ts'
 
 /** Each client's last active hour per network, as far as an import has followed it, by client number (client-numbers.ts). */
 export class LastHours {
-  readonly #hours: Record<Network, Float64Array> = { gateway: LastHours.#empty(1024), wifi: LastHours.#empty(1024) }
-
-  static #empty(length: number): Float64Array {
-    return new Float64Array(length).fill(NaN)
-  }
+  /** NaN: not followed. */
+  readonly #hours: Record<Network, Float64Array<ArrayBuffer>> = { gateway: new Float64Array(0), wifi: new Float64Array(0) }
 
   /** The last active hour of client number `n` (undefined: not followed). */
   get(network: Network, n: number): number | undefined {
@@ -27,18 +25,13 @@ export class LastHours {
   }
 
   set(network: Network, n: number, hour: number): void {
-    let hours = this.#hours[network]
-    if (n >= hours.length) {
-      const grown = LastHours.#empty(Math.max(n + 1, hours.length * 2))
-      grown.set(hours)
-      this.#hours[network] = hours = grown
-    }
+    const hours = this.#hours[network] = withLength(this.#hours[network], n + 1, NaN)
     hours[n] = hour
   }
 
   /** Forgets everything followed (someone else changed the statistics). */
   clear(): void {
-    for (const network of ['gateway', 'wifi'] as const) this.#hours[network] = LastHours.#empty(1024)
+    for (const network of ['gateway', 'wifi'] as const) this.#hours[network] = new Float64Array(0)
   }
 }
 
