@@ -109,6 +109,7 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     const calls: string[] = []
     page.on('request', (r) => { if (r.method() === 'POST') calls.push(new URL(r.url()).pathname) })
     await page.goto(a.approvalUrl)
+    await page.locator('#request').waitFor()
     assert.match((await page.locator('[data-field="method"]').textContent())!, /KNS ledger/)
     await page.getByRole('button', { name: 'Approve' }).click()
     await page.waitForURL(SUCCESS)
