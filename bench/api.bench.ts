@@ -32,6 +32,7 @@ import { resolve } from 'node:path'
 import autocannon, { type RawResult } from 'autocannon'
 import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVerify, VERIFY_NAME, type RawVerify } from './caller-bench.ts'
 import { paced, stopPaced, summarizePaced, type PacedResult } from './caller-paced.ts'
+import { SERVER_NODE_FLAGS } from '../src/cli/node-flags.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
 import { areaAEndpoints, inPool, postgresDatabase, seed, sqliteDatabase, type BenchDatabase, type Engine } from './seed.ts'
 
@@ -79,7 +80,8 @@ interface Target {
 }
 
 async function startServer(label: string, mode: 'bare' | 'app', env: Record<string, string>): Promise<Target> {
-  const execArgv = [...process.execArgv]
+  // Both started as `kns serve` starts (src/cli/node-flags.ts), so the ratio compares code, not V8 settings.
+  const execArgv = [...SERVER_NODE_FLAGS, ...process.execArgv]
   if (CPU_PROF_DIR !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${label}.cpuprofile`)
   // Only what the server needs: nothing from this shell's DATABASE_URL, KNS_SECRET, ...
   const childEnv: Record<string, string> = { ...env, BENCH_MODE: mode }

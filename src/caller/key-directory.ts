@@ -1,4 +1,4 @@
-import type { KeyObject, webcrypto } from 'node:crypto'
+import type { KeyObject } from 'node:crypto'
 import type { Database } from '../db/engine.ts'
 import { ChangeWatcher } from '../db/change-signal.ts'
 import { CALLER_TOPIC, findByPhone } from '../identity/numbers.ts'
@@ -6,14 +6,10 @@ import type { Ledger } from '../ledger/ledger.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
 import { parseP256PublicKey } from './keys.ts'
 
-type CryptoKey = webcrypto.CryptoKey
-
 export interface SigningKey {
   keyId: string
   keystoreId: string
   key: KeyObject
-  /** The same key for WebCrypto, whose verify runs on the libuv thread pool, off the event loop. */
-  cryptoKey: CryptoKey
 }
 
 /** What an originating number resolves to: its token, linked keystores and usable keys. */
@@ -27,14 +23,13 @@ export interface Resolution {
 interface Entry { value: Resolution; tags: string[]; expiresAt: number }
 
 const MAX_ENTRIES = 200_000
-const prepared = new Map<string, { key: KeyObject; cryptoKey: CryptoKey }>()
+const prepared = new Map<string, KeyObject>()
 
 /** Parsing is the costly part of a cold lookup, and many numbers share a keystore: memoise by PEM. */
-function preparedKey(pem: string): { key: KeyObject; cryptoKey: CryptoKey } {
+function preparedKey(pem: string): KeyObject {
   let hit = prepared.get(pem)
   if (hit === undefined) {
-    const { key } = parseP256PublicKey(pem)
-    hit = { key, cryptoKey: key.toCryptoKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['verify']) }
+    hit = parseP256PublicKey(pem).key
     if (prepared.size >= 50_000) prepared.clear()
     prepared.set(pem, hit)
   }
@@ -100,8 +95,7 @@ export class KeyDirectory {
         for (const k of keystore.keys) {
           if (k.revoked) continue
           try {
-            const { key, cryptoKey } = preparedKey(k.publicKey)
-            value.keys.push({ keyId: k.keyId, keystoreId: keystore.objectId, key, cryptoKey })
+            value.keys.push({ keyId: k.keyId, keystoreId: keystore.objectId, key: preparedKey(k.publicKey) })
           } catch {
             // A key that is not P-256 can never verify ES256: leave it out rather than fail the number.
           }

@@ -1,4 +1,5 @@
 import { check, CheckFailed, runChecks, type Check, type StepReport } from '../lib/checks.ts'
+import { verifyEs256 } from '../lib/es256.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import type { KeyDirectory, SigningKey } from './key-directory.ts'
 import { decodeCompactJws, JwsFormatError, tnDigits, type DecodedJws } from './passport.ts'
@@ -96,19 +97,17 @@ export const resolveKeys = check<CallContext>('resolve_keys', async (ctx) => {
   return `${ctx.candidates.length} candidate key(s): ${ctx.candidates.map((k) => k.keyId).join(', ')}`
 })
 
-const ECDSA_SHA256 = { name: 'ECDSA', hash: 'SHA-256' } as const
-
 /**
- * ES256 over `header.payload`, JOSE form: exactly 64 bytes r||s (WebCrypto's own form). DER is
- * not JOSE. WebCrypto verifies on the thread pool, so the event loop keeps serving other
- * calls while the curve arithmetic runs on the other cores.
+ * ES256 over `header.payload`, JOSE form: exactly 64 bytes r||s. DER is not JOSE. The curve
+ * arithmetic runs on the thread pool (`verifyEs256`), so the event loop keeps serving other
+ * calls meanwhile.
  */
 export const verifySignature = check<CallContext>('verify_signature', async (ctx) => {
   const { signature, signingInput } = jws(ctx)
   if (signature.length !== 64) throw new CheckFailed('BAD_SIGNATURE_FORMAT', `signature must be 64 bytes (r||s), got ${signature.length} (DER is rejected)`)
   const data = Buffer.from(signingInput)
   for (const candidate of ctx.candidates!) {
-    if (await crypto.subtle.verify(ECDSA_SHA256, candidate.cryptoKey, signature, data)) return `verified with key ${candidate.keyId}`
+    if (await verifyEs256(candidate.key, data, signature)) return `verified with key ${candidate.keyId}`
   }
   throw new CheckFailed('BAD_SIGNATURE', 'signature does not verify with the linked key(s)')
 })

@@ -7,6 +7,7 @@ import { createApiKey, listApiKeys, parseScopes, revokeApiKey } from '../keys/ap
 import { openService, type Service } from '../service.ts'
 import { optional, parse, type Parsed } from './args.ts'
 import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
+import { ensureServerFlags } from './node-flags.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
@@ -112,6 +113,7 @@ export async function main(argv: string[]): Promise<number> {
       await seedCommand(null, args, out)
       return 0
     }
+    if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
     if (command === 'migrate') {

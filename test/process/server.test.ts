@@ -6,8 +6,10 @@
 import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
 import http from 'node:http'
+import { readFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { after, before, test } from 'node:test'
+import { SERVER_NODE_FLAGS } from '../../src/cli/node-flags.ts'
 import { openDatabase } from '../../src/db/open.ts'
 import { createApiKey } from '../../src/keys/api-keys.ts'
 import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
@@ -34,6 +36,7 @@ after(async () => {
 
 test('first start on an empty database prints a development API key once on SQLite (none on PostgreSQL)', async () => {
   first = await startServer(fresh.env)
+  await assertServerFlags(first)
   const out = first.stdout()
   if (ENGINE === 'postgres') {
     assert.doesNotMatch(out, BANNER, 'no development key on PostgreSQL')
@@ -51,6 +54,13 @@ test('first start on an empty database prints a development API key once on SQLi
   const res = await postJson(`${first.url}/numsys/approval-phone`, approvalPhoneBody('+14155550123'), { 'x-api-key': devKey })
   assert.equal(res.status, 404, JSON.stringify(res.body))
 })
+
+/** `kns serve` started without the server's V8 flags re-executed itself with them (same pid). */
+async function assertServerFlags(server: RunningServer): Promise<void> {
+  if (process.platform !== 'linux') return
+  const argv = (await readFile(`/proc/${server.child.pid}/cmdline`, 'utf8')).split('\0')
+  for (const flag of SERVER_NODE_FLAGS) assert.ok(argv.includes(flag), `${flag} in ${argv.join(' ')}`)
+}
 
 /** A brand-new TCP connection to the port: 'connected' or the error code. */
 function connectOutcome(port: number): Promise<string> {

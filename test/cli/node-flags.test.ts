@@ -1,0 +1,18 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { missingServerFlags, SERVER_NODE_FLAGS } from '../../src/cli/node-flags.ts'
+
+test('a server started without its V8 flags is missing all of them', () => {
+  assert.deepEqual(missingServerFlags([], undefined), [...SERVER_NODE_FLAGS])
+  assert.deepEqual(missingServerFlags(['--cpu-prof'], '--enable-source-maps'), [...SERVER_NODE_FLAGS])
+})
+
+test('flags already given, on the command line or in NODE_OPTIONS, are not added again (so no relaunch loop)', () => {
+  assert.deepEqual(missingServerFlags([...SERVER_NODE_FLAGS], undefined), [])
+  assert.deepEqual(missingServerFlags([], `  ${SERVER_NODE_FLAGS.join(' ')}  `), [])
+})
+
+test("an operator's own value for the same setting wins", () => {
+  assert.deepEqual(missingServerFlags(['--max-semi-space-size=32'], undefined), [])
+  assert.deepEqual(missingServerFlags([], '--max-semi-space-size=2'), [])
+})
