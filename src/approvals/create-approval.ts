@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { Database } from '../db/engine.ts'
 import { ConflictError, NotFoundError } from '../errors.ts'
 import { findByObjectId } from '../identity/numbers.ts'
@@ -39,7 +39,7 @@ export function approvalUrl(publicBaseUrl: string, approvalNumber: string): stri
 function requestHash(request: ApprovalRequest): string {
   const canonical = JSON.stringify([request.title, request.message, request.successRedirectUrl, request.cancelRedirectUrl,
     request.referenceNumber, request.method, request.phoneNumber === undefined ? null : canonicalPhone(request.phoneNumber), request.objectId?.toLowerCase() ?? null])
-  return createHash('sha256').update(canonical).digest('hex')
+  return hash('sha256', canonical, 'hex')
 }
 
 /** Resolves the request's number or object ID to the token and its number, checking the ledger. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
@@ -25,7 +25,7 @@ const PERIOD_NOTE = 'The bucket width follows the length of [start, end): hour u
 const ANSWER_FORMAT = 'stats-v1'
 
 function etagOf(text: string): string {
-  return `"${createHash('sha256').update(`${ANSWER_FORMAT}|${text}`).digest('base64url').slice(0, 27)}"`
+  return `"${hash('sha256', `${ANSWER_FORMAT}|${text}`, 'base64url').slice(0, 27)}"`
 }
 
 function matches(request: FastifyRequest, etag: string): boolean {
