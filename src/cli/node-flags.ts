@@ -24,5 +24,9 @@ export function missingServerFlags(execArgv: readonly string[], nodeOptions: str
 export function ensureServerFlags(): void {
   const missing = missingServerFlags(process.execArgv, process.env.NODE_OPTIONS)
   if (missing.length === 0 || typeof process.execve !== 'function') return
-  process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], process.env)
+  try {
+    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], process.env)
+  } catch {
+    // The exec itself failed (e.g. a sandbox forbids it): serve with V8's defaults rather than not at all.
+  }
 }
