@@ -12,7 +12,8 @@
  */
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8']
 
-const flagName = (arg: string) => arg.split('=')[0]!
+/** V8 takes `--a-b` and `--a_b` alike. */
+const flagName = (arg: string) => arg.split('=')[0]!.replaceAll('_', '-')
 
 /** The flags of SERVER_NODE_FLAGS that neither the command line nor NODE_OPTIONS already set (an operator's own value wins). */
 export function missingServerFlags(execArgv: readonly string[], nodeOptions: string | undefined): string[] {

@@ -15,4 +15,5 @@ test('flags already given, on the command line or in NODE_OPTIONS, are not added
 test("an operator's own value for the same setting wins", () => {
   assert.deepEqual(missingServerFlags(['--max-semi-space-size=32'], undefined), [])
   assert.deepEqual(missingServerFlags([], '--max-semi-space-size=2'), [])
+  assert.deepEqual(missingServerFlags([], '--max_semi_space_size=16'), [], 'V8 spells it with underscores too')
 })
