@@ -149,7 +149,7 @@ export async function seed(env: Record<string, string>, sizes: SeedSizes): Promi
     const deps = { db, ledger, secret: service.secret, zkLoginIssuer: config.zkLoginIssuer, zkLoginClientId: config.zkLoginClientId }
     await inPool(users, parallel, (user) => registerOrLogin(deps, user))
 
-    const createDeps = { db, ledger, phoneLinks: service.phoneLinks, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS }
+    const createDeps = { db, ledger, phoneLinks: service.phoneLinks, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS, approvalCommit: config.approvalCommit }
     const create = (prefix: string, n: number) => inPool(range(n), parallel, async (i) =>
       (await createApproval(createDeps, key, approvalBody(ownedPhones[i % ownedPhones.length]!, `${prefix}-${i}`))).approvalNumber)
     const detailRefs = await create('seed-details', sizes.detailApprovals)

@@ -31,6 +31,8 @@ export interface Config {
   publicBaseUrl: string
   ledger: 'local' | 'sui'
   approvalTtlS: number
+  /** How a new (pending) approval is committed: see APPROVAL_COMMIT in the README. */
+  approvalCommit: 'async' | 'sync'
   zkLoginIssuer: string
   zkLoginClientId: string
   /** Undefined means "generate once and keep in the database". */
@@ -122,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     ledger: oneOf(env, 'LEDGER', ['local', 'sui'] as const, 'local'),
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 900, 1, 30 * 24 * 3600),
+    approvalCommit: oneOf(env, 'APPROVAL_COMMIT', ['async', 'sync'] as const, 'async'),
     zkLoginIssuer,
     zkLoginClientId,
     knsSecret,

@@ -27,6 +27,13 @@ export interface CreateApprovalDeps {
   phoneLinks: PhoneLinks
   publicBaseUrl: string
   approvalTtlS: number
+  /**
+   * `async`: new approvals are written through `db.asyncCommit`, whose commit does not wait
+   * for the disk. A pending approval lives minutes and a retry re-creates it, so losing the
+   * last moment's worth in a database crash costs a retry; every decision on it commits
+   * synchronously (and so makes it durable too).
+   */
+  approvalCommit: 'async' | 'sync'
 }
 
 export interface CreatedApproval { approvalUrl: string; approvalNumber: string }
@@ -74,7 +81,7 @@ export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, requ
   for (let attempt = 1; ; attempt++) {
     const approval = newApproval(deps, key, request, hash, token)
     // The common case costs one statement; a retry (or a concurrent twin) finds the earlier one.
-    if (await insertApproval(deps.db, approval)) {
+    if (await insertApproval(deps.approvalCommit === 'async' ? deps.db.asyncCommit : deps.db, approval)) {
       return { approvalNumber: approval.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, approval.approvalNumber) }
     }
     const earlier = await findByReference(deps.db, key.id, request.referenceNumber)

@@ -116,6 +116,11 @@ export class SqliteDatabase implements Database {
     this.#db.exec(sql)
   }
 
+  /** Already so: with WAL and `synchronous = NORMAL` no commit waits for the disk. */
+  get asyncCommit(): SqliteDatabase {
+    return this
+  }
+
   async ping(): Promise<void> {
     await this.get('SELECT 1 AS ok')
   }

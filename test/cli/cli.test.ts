@@ -197,7 +197,7 @@ test('ledger approve records an ApprovalEvent for the owner and refuses any othe
   const phone = randomPhone()
   await linkNumber(s.db, phone, token.objectId, 'linked')
   const apiKey = await createApiKey(s.db, { vendor: 'Acme Bank', scopes: ['approvals'], rate: 100 })
-  const { approvalNumber } = await createApproval({ db: s.db, ledger: s.ledger, phoneLinks: s.phoneLinks, publicBaseUrl: 'http://localhost', approvalTtlS: 900 }, apiKey, {
+  const { approvalNumber } = await createApproval({ db: s.db, ledger: s.ledger, phoneLinks: s.phoneLinks, publicBaseUrl: 'http://localhost', approvalTtlS: 900, approvalCommit: 'sync' }, apiKey, {
     title: 'Wire transfer', message: 'Approve it', successRedirectUrl: 'https://vendor.example/ok',
     cancelRedirectUrl: 'https://vendor.example/no', referenceNumber: 'ref-cli-1', method: 'event', phoneNumber: phone,
   })

@@ -54,6 +54,7 @@ test('defaults', () => {
   assert.equal(config.publicBaseUrl, 'http://localhost:8080')
   assert.equal(config.ledger, 'local')
   assert.equal(config.approvalTtlS, 900)
+  assert.equal(config.approvalCommit, 'async')
   assert.equal(config.dataDir, './data')
   assert.equal(config.databaseUrl, undefined)
   assert.equal(config.redisUrl, undefined)
@@ -97,6 +98,7 @@ test('accepted values', () => {
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.ledger, 'sui')
   assert.equal(config.approvalTtlS, 60)
+  assert.equal(loadConfig({ APPROVAL_COMMIT: 'sync' }).approvalCommit, 'sync')
   assert.equal(config.dataDir, '/tmp/kns')
   assert.equal(config.databaseUrl, 'postgresql://u@db:5432/kns')
   assert.equal(config.redisUrl, 'rediss://cache:6380')
@@ -111,6 +113,7 @@ const INVALID: [name: string, value: string][] = [
   ['PORT', 'abc'], ['PORT', '65536'], ['PORT', '-1'], ['PORT', '80.5'], ['PORT', ' 80'],
   ['APPROVAL_TTL_S', '0'], ['APPROVAL_TTL_S', 'ten'], ['APPROVAL_TTL_S', String(31 * 24 * 3600)],
   ['LEDGER', 'ethereum'], ['LEDGER', 'LOCAL'],
+  ['APPROVAL_COMMIT', 'off'], ['APPROVAL_COMMIT', 'SYNC'],
   ['SUI_NETWORK', 'devnet'],
   ['PUBLIC_BASE_URL', 'not a url'], ['PUBLIC_BASE_URL', 'ftp://kns.example.com'],
   ['DATABASE_URL', 'mysql://db/kns'], ['DATABASE_URL', 'postgres//missing-colon'],

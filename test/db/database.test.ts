@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.ts'
 import { isUniqueViolation } from '../../src/db/engine.ts'
 import { migrate, MIGRATIONS, schemaVersion } from '../../src/db/migrations.ts'
 import { openDatabase } from '../../src/db/open.ts'
+import { withServerSetting } from '../../src/db/postgres.ts'
 import { getOrInitSetting, getSetting } from '../../src/db/settings.ts'
 import { openService } from '../../src/service.ts'
 
@@ -42,6 +43,24 @@ const name = () => `test-${randomBytes(6).toString('hex')}`
 describe(`database (${ENGINE})`, () => {
   test('the engine is the one the environment selects', () => {
     assert.equal(h.service.db.engine, ENGINE)
+  })
+
+  test('asyncCommit: the same database, with commits that do not wait for the disk on PostgreSQL', async () => {
+    const db = h.service.db
+    const written = name()
+    await db.asyncCommit.run('INSERT INTO settings (name, value) VALUES ($1, $2)', [written, 'a'])
+    assert.equal(await getSetting(db, written), 'a', 'visible through the main connections at once')
+    if (ENGINE === 'sqlite') {
+      assert.equal(db.asyncCommit, db, 'SQLite commits never wait for the disk (WAL, synchronous = NORMAL)')
+      return
+    }
+    const setting = 'SELECT current_setting($1) AS value'
+    const off = await db.asyncCommit.get<{ value: string }>(setting, ['synchronous_commit'])
+    assert.equal(off?.value, 'off')
+    assert.equal(await db.asyncCommit.transaction(async (tx) => (await tx.get<{ value: string }>(setting, ['synchronous_commit']))?.value), 'off')
+    const serverDefault = await db.get<{ value: string }>(`SELECT reset_val AS value FROM pg_settings WHERE name = 'synchronous_commit'`)
+    assert.equal((await db.get<{ value: string }>(setting, ['synchronous_commit']))?.value, serverDefault?.value, 'the main connections keep the server default')
+    assert.equal(db.asyncCommit.asyncCommit, db.asyncCommit)
   })
 
   test('a transaction commits all of its writes together', async () => {
@@ -194,4 +213,14 @@ describe(`migrations (${ENGINE})`, () => {
   test('a database is reachable: ping works', async () => {
     await h.service.db.ping()
   })
+})
+
+test('withServerSetting adds a startup setting after the options a connection string already has', () => {
+  const parsed = (url: string) => new URL(url).searchParams.get('options')
+  assert.equal(parsed(withServerSetting('postgres://u:p%40ss@db:5433/kns', 'synchronous_commit=off')), '-c synchronous_commit=off')
+  const both = withServerSetting('postgres://u@db/kns?options=-c%20search_path%3Dt_1&sslmode=require', 'synchronous_commit=off')
+  assert.equal(parsed(both), '-c search_path=t_1 -c synchronous_commit=off')
+  const url = new URL(both)
+  assert.deepEqual([url.username, url.password, url.host, url.pathname, url.searchParams.get('sslmode')], ['u', '', 'db', '/kns', 'require'])
+  assert.equal(new URL(withServerSetting('postgres://u:p%40ss@db:5433/kns', 'x=1')).password, 'p%40ss', 'credentials untouched')
 })

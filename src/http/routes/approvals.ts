@@ -16,10 +16,15 @@ import {
 const VERDICT_NOTE = 'A well-formed request that fails verification is answered 200 with `success: false`, `error` and `code`; ' +
   'a malformed one 400; an unknown approval number 404. Repeating a successful verification succeeds again.'
 
+/** Where the contract is silent on durability: what a new approval's 200 promises (APPROVAL_COMMIT). */
+const COMMIT_NOTE = 'Durability: on PostgreSQL, by default (APPROVAL_COMMIT=async), the new approval is committed without waiting ' +
+  'for the disk: a crash of the database server within about 0.6 s of this answer (3 × its wal_writer_delay) can lose it, and its link then answers 404; ' +
+  'a retry with the same referenceNumber creates it anew. Any decision on it commits durably, and makes it durable too.'
+
 export async function approvalRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { config, db, ledger, phoneLinks } = service
-  const createDeps = { db, ledger, phoneLinks, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS }
+  const createDeps = { db, ledger, phoneLinks, publicBaseUrl: config.publicBaseUrl, approvalTtlS: config.approvalTtlS, approvalCommit: config.approvalCommit }
   const guard = requireScope(service, 'approvals')
   const open = publicRateLimit(service)
   // The guard ran first, so the key is set.
@@ -31,7 +36,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       tags: ['approvals'],
       summary: 'Ask the owner of a phone number to approve an action',
       description: '404 when the number has no number-system token. Retrying with the same referenceNumber and body ' +
-        'returns the same pending approval; a different body is a 409.',
+        'returns the same pending approval; a different body is a 409. ' + COMMIT_NOTE,
       security: API_KEY_SECURITY,
       body: PhoneApprovalRequest,
       response: withErrors({ 200: ApprovalResponse }),
@@ -43,7 +48,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags: ['approvals'],
       summary: 'Ask the owner of a number-system token to approve an action',
-      description: '404 when the token does not exist on the ledger. Same retry rules as approval-phone.',
+      description: '404 when the token does not exist on the ledger. Same retry rules as approval-phone. ' + COMMIT_NOTE,
       security: API_KEY_SECURITY,
       body: ObjectIdApprovalRequest,
       response: withErrors({ 200: ApprovalResponse }),
