@@ -33,8 +33,8 @@ export interface Database extends Executor {
    * The same database for writes whose commit need not wait for the disk: on PostgreSQL,
    * connections of their own with `synchronous_commit = off` (a crash of the database server
    * can lose the last ~0.6 s of such commits, never a later synchronous one's, since the log
-   * is flushed in order); on SQLite the database itself, whose commits never wait for the
-   * disk (WAL with `synchronous = NORMAL`). See APPROVAL_COMMIT.
+   * is flushed in order); on SQLite the database itself, whose commits do not wait for the
+   * disk (WAL with `synchronous = NORMAL`; only checkpoints do). See APPROVAL_COMMIT.
    */
   readonly asyncCommit: Database
   /** Cheap liveness probe for /readyz. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
+import { parseIntoClientConfig } from 'pg-connection-string'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Database, Executor, Row } from './engine.ts'
 
@@ -52,14 +53,14 @@ function executor(client: pg.Pool | pg.PoolClient): Executor {
 }
 
 /**
- * `connectionString` with `-c <setting>` added to its `options` startup parameter, after any
- * the operator gave (pg reads `options` from the URL in preference to its own config).
+ * Connection settings for `connectionString` with `-c <setting>` added to the startup options,
+ * after those it carries (or else PGOPTIONS, as pg would use). Parsed by pg's own parser, so
+ * it takes every form the main pool takes.
  */
-export function withServerSetting(connectionString: string, setting: string): string {
-  const url = new URL(connectionString)
-  const given = url.searchParams.get('options')
-  url.searchParams.set('options', given ? `${given} -c ${setting}` : `-c ${setting}`)
-  return url.toString()
+export function withServerSetting(connectionString: string, setting: string, env: NodeJS.ProcessEnv = process.env): pg.ClientConfig {
+  const config = parseIntoClientConfig(connectionString)
+  const given = config.options ?? env.PGOPTIONS
+  return { ...config, options: given ? `${given} -c ${setting}` : `-c ${setting}` }
 }
 
 export class PostgresDatabase implements Database {
@@ -70,20 +71,25 @@ export class PostgresDatabase implements Database {
   readonly #executor: Executor
   readonly #isAsyncCommit: boolean
   #asyncCommit: PostgresDatabase | undefined
+  #closed = false
 
   constructor(connectionString: string, options: { max?: number; asyncCommit?: boolean } = {}) {
+    this.connectionString = connectionString
     this.#isAsyncCommit = options.asyncCommit === true
-    // A startup parameter: in force before the first statement, at no extra round trip.
-    this.connectionString = this.#isAsyncCommit ? withServerSetting(connectionString, 'synchronous_commit=off') : connectionString
-    this.pool = new pg.Pool({ connectionString: this.connectionString, max: options.max ?? 10, application_name: 'kns' })
+    const max = options.max ?? 10
+    // The setting as a startup parameter: in force before the first statement, at no extra round trip.
+    this.pool = new pg.Pool(this.#isAsyncCommit
+      ? { application_name: 'kns-async', ...withServerSetting(connectionString, 'synchronous_commit=off'), max }
+      : { connectionString, max, application_name: 'kns' })
     // An idle client losing its connection must not crash the process.
     this.pool.on('error', () => {})
     this.#executor = executor(this.pool)
   }
 
-  /** A small pool of its own, opened on first use (a CLI command never opens it). */
+  /** A small pool of its own (at most 4 connections), opened on first use: a CLI command never opens it. */
   get asyncCommit(): PostgresDatabase {
     if (this.#isAsyncCommit) return this
+    if (this.#closed) throw new Error('the database is closed')
     this.#asyncCommit ??= new PostgresDatabase(this.connectionString, { max: 4, asyncCommit: true })
     return this.#asyncCommit
   }
@@ -116,6 +122,7 @@ export class PostgresDatabase implements Database {
   }
 
   async close(): Promise<void> {
+    this.#closed = true
     await Promise.all([this.pool.end(), this.#asyncCommit?.close()])
   }
 }

@@ -116,7 +116,7 @@ export class SqliteDatabase implements Database {
     this.#db.exec(sql)
   }
 
-  /** Already so: with WAL and `synchronous = NORMAL` no commit waits for the disk. */
+  /** Already so: with WAL and `synchronous = NORMAL` a commit does not wait for the disk (only checkpoints do). */
   get asyncCommit(): SqliteDatabase {
     return this
   }

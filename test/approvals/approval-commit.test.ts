@@ -33,10 +33,20 @@ for (const [mode, env, used] of [['async (default)', {}, true], ['sync', { APPRO
     before(async () => { h = await startHarness(env) })
     after(async () => { await h.close() })
 
-    test(used ? 'the approval is written through the asyncCommit connections' : 'the asyncCommit connections are never opened', async () => {
+    test(used ? 'the approval is written through the asyncCommit connections' : 'the asyncCommit connections are not used', async () => {
+      // The pool is opened on first use: in sync mode this access creates it, unused.
+      let acquired = 0
+      asyncPool(h).on('acquire', () => { acquired++ })
       await createOne(h)
-      // Opened on first use: in sync mode this access creates the pool, with no connection yet.
+      assert.equal(acquired > 0, used, `${acquired} acquisitions`)
       assert.equal(asyncPool(h).totalCount > 0, used)
+    })
+
+    test('the OpenAPI description of both creation endpoints states what a 200 promises', async () => {
+      const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json()
+      for (const path of ['/numsys/approval-phone', '/numsys/approval-object-id']) {
+        assert.match(doc.paths[path].post.description, used ? /without waiting for the disk/ : /committed durably before this answer/, path)
+      }
     })
   })
 }

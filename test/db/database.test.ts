@@ -9,6 +9,8 @@ import { isUniqueViolation } from '../../src/db/engine.ts'
 import { migrate, MIGRATIONS, schemaVersion } from '../../src/db/migrations.ts'
 import { openDatabase } from '../../src/db/open.ts'
 import { withServerSetting } from '../../src/db/postgres.ts'
+import { parseIntoClientConfig } from 'pg-connection-string'
+import pg from 'pg'
 import { getOrInitSetting, getSetting } from '../../src/db/settings.ts'
 import { openService } from '../../src/service.ts'
 
@@ -58,8 +60,13 @@ describe(`database (${ENGINE})`, () => {
     const off = await db.asyncCommit.get<{ value: string }>(setting, ['synchronous_commit'])
     assert.equal(off?.value, 'off')
     assert.equal(await db.asyncCommit.transaction(async (tx) => (await tx.get<{ value: string }>(setting, ['synchronous_commit']))?.value), 'off')
-    const serverDefault = await db.get<{ value: string }>(`SELECT reset_val AS value FROM pg_settings WHERE name = 'synchronous_commit'`)
-    assert.equal((await db.get<{ value: string }>(setting, ['synchronous_commit']))?.value, serverDefault?.value, 'the main connections keep the server default')
+    // What a plain connection with the same settings gets: the main pool adds nothing to it.
+    const plain = new pg.Client({ connectionString: h.env.DATABASE_URL })
+    await plain.connect()
+    const expected = (await plain.query<{ value: string }>(setting, ['synchronous_commit'])).rows[0]?.value
+    await plain.end()
+    assert.notEqual(expected, 'off', 'the test server commits synchronously by default')
+    assert.equal((await db.get<{ value: string }>(setting, ['synchronous_commit']))?.value, expected, 'the main connections keep the default')
     assert.equal(db.asyncCommit.asyncCommit, db.asyncCommit)
   })
 
@@ -215,12 +222,18 @@ describe(`migrations (${ENGINE})`, () => {
   })
 })
 
-test('withServerSetting adds a startup setting after the options a connection string already has', () => {
-  const parsed = (url: string) => new URL(url).searchParams.get('options')
-  assert.equal(parsed(withServerSetting('postgres://u:p%40ss@db:5433/kns', 'synchronous_commit=off')), '-c synchronous_commit=off')
-  const both = withServerSetting('postgres://u@db/kns?options=-c%20search_path%3Dt_1&sslmode=require', 'synchronous_commit=off')
-  assert.equal(parsed(both), '-c search_path=t_1 -c synchronous_commit=off')
-  const url = new URL(both)
-  assert.deepEqual([url.username, url.password, url.host, url.pathname, url.searchParams.get('sslmode')], ['u', '', 'db', '/kns', 'require'])
-  assert.equal(new URL(withServerSetting('postgres://u:p%40ss@db:5433/kns', 'x=1')).password, 'p%40ss', 'credentials untouched')
+test('withServerSetting adds a startup setting after the options pg would otherwise use', () => {
+  const off = 'synchronous_commit=off'
+  const plain = withServerSetting('postgres://u:secret@db:5433/kns', off, {})
+  assert.deepEqual([plain.user, plain.password, plain.host, plain.port, plain.database, plain.options], ['u', 'secret', 'db', 5433, 'kns', '-c synchronous_commit=off'])
+  const given = withServerSetting('postgres://u@db/kns?options=-c%20search_path%3Dt_1&application_name=app', off, { PGOPTIONS: '-c work_mem=8MB' })
+  assert.equal(given.options, '-c search_path=t_1 -c synchronous_commit=off', "the URL's own options first")
+  assert.equal(given.application_name, 'app')
+  assert.equal(withServerSetting('postgres://u@db/kns', off, { PGOPTIONS: '-c search_path=app' }).options, '-c search_path=app -c synchronous_commit=off', 'else PGOPTIONS')
+  // Whatever pg makes of an odd URL, the async connections make the same of it.
+  for (const odd of ['postgres://u:p%zz@db/kns', 'postgresql://u@%2Fvar%2Frun%2Fpostgresql/kns', 'postgres://u:p%40ss@[::1]:5432/kns']) {
+    const { options, ...rest } = withServerSetting(odd, off, {})
+    assert.deepEqual(rest, { ...parseIntoClientConfig(odd) }, odd)
+    assert.equal(options, '-c synchronous_commit=off', odd)
+  }
 })

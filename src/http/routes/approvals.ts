@@ -16,10 +16,14 @@ import {
 const VERDICT_NOTE = 'A well-formed request that fails verification is answered 200 with `success: false`, `error` and `code`; ' +
   'a malformed one 400; an unknown approval number 404. Repeating a successful verification succeeds again.'
 
-/** Where the contract is silent on durability: what a new approval's 200 promises (APPROVAL_COMMIT). */
-const COMMIT_NOTE = 'Durability: on PostgreSQL, by default (APPROVAL_COMMIT=async), the new approval is committed without waiting ' +
-  'for the disk: a crash of the database server within about 0.6 s of this answer (3 × its wal_writer_delay) can lose it, and its link then answers 404; ' +
-  'a retry with the same referenceNumber creates it anew. Any decision on it commits durably, and makes it durable too.'
+/** Where the contract is silent on durability: what this server's 200 promises (APPROVAL_COMMIT). */
+function commitNote(commit: 'async' | 'sync'): string {
+  return commit === 'sync'
+    ? 'Durability: the new approval is committed durably before this answer.'
+    : 'Durability: on PostgreSQL this server commits the new approval without waiting for the disk (APPROVAL_COMMIT=async): ' +
+      'a crash of the database server within about 0.6 s of this answer (3 × its wal_writer_delay) can lose it, and its link ' +
+      'then answers 404; a retry with the same referenceNumber creates it anew. Any decision on it commits durably, and makes it durable too.'
+}
 
 export async function approvalRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -36,7 +40,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       tags: ['approvals'],
       summary: 'Ask the owner of a phone number to approve an action',
       description: '404 when the number has no number-system token. Retrying with the same referenceNumber and body ' +
-        'returns the same pending approval; a different body is a 409. ' + COMMIT_NOTE,
+        'returns the same pending approval; a different body is a 409. ' + commitNote(config.approvalCommit),
       security: API_KEY_SECURITY,
       body: PhoneApprovalRequest,
       response: withErrors({ 200: ApprovalResponse }),
@@ -48,7 +52,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags: ['approvals'],
       summary: 'Ask the owner of a number-system token to approve an action',
-      description: '404 when the token does not exist on the ledger. Same retry rules as approval-phone. ' + COMMIT_NOTE,
+      description: '404 when the token does not exist on the ledger. Same retry rules as approval-phone. ' + commitNote(config.approvalCommit),
       security: API_KEY_SECURITY,
       body: ObjectIdApprovalRequest,
       response: withErrors({ 200: ApprovalResponse }),
