@@ -76,16 +76,16 @@ async function resolveToken(deps: CreateApprovalDeps, request: ApprovalRequest):
  * token is resolved first, so a retry for a number that lost its token is a 404.
  */
 export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest): Promise<CreatedApproval> {
-  const hash = requestHash(request)
+  const fingerprint = requestHash(request)
   let token = await resolveToken(deps, request)
   for (let attempt = 1; ; attempt++) {
-    const approval = newApproval(deps, key, request, hash, token)
+    const approval = newApproval(deps, key, request, fingerprint, token)
     // The common case costs one statement; a retry (or a concurrent twin) finds the earlier one.
     if (await insertApproval(deps.approvalCommit === 'async' ? deps.db.asyncCommit : deps.db, approval)) {
       return { approvalNumber: approval.approvalNumber, approvalUrl: approvalUrl(deps.publicBaseUrl, approval.approvalNumber) }
     }
     const earlier = await findByReference(deps.db, key.id, request.referenceNumber)
-    if (earlier !== null) return replay(deps, earlier, hash)
+    if (earlier !== null) return replay(deps, earlier, fingerprint)
     // Neither inserted nor there: the number's link moved since it was resolved (a cached
     // link another process changed a moment ago). Once more with the link read afresh.
     if (attempt > 1 || token.phoneNumber === null) {
@@ -96,7 +96,7 @@ export async function createApproval(deps: CreateApprovalDeps, key: ApiKey, requ
   }
 }
 
-function newApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest, hash: string,
+function newApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalRequest, fingerprint: string,
   token: { objectId: string; phoneNumber: string | null }): Approval {
   const now = Date.now()
   return {
@@ -104,7 +104,7 @@ function newApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalReq
     apiKeyId: key.id,
     vendorBrand: key.vendor,
     referenceNumber: request.referenceNumber,
-    requestHash: hash,
+    requestHash: fingerprint,
     title: request.title,
     message: request.message,
     successRedirectUrl: request.successRedirectUrl,
@@ -121,8 +121,8 @@ function newApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalReq
   }
 }
 
-function replay(deps: CreateApprovalDeps, earlier: Approval, hash: string): CreatedApproval {
-  if (earlier.requestHash !== hash) {
+function replay(deps: CreateApprovalDeps, earlier: Approval, fingerprint: string): CreatedApproval {
+  if (earlier.requestHash !== fingerprint) {
     throw new ConflictError('referenceNumber was already used for a different approval request', { field: 'referenceNumber' })
   }
   const status = statusAt(earlier, Date.now())

@@ -53,7 +53,7 @@ describe(`database (${ENGINE})`, () => {
     await db.asyncCommit.run('INSERT INTO settings (name, value) VALUES ($1, $2)', [written, 'a'])
     assert.equal(await getSetting(db, written), 'a', 'visible through the main connections at once')
     if (ENGINE === 'sqlite') {
-      assert.equal(db.asyncCommit, db, 'SQLite commits never wait for the disk (WAL, synchronous = NORMAL)')
+      assert.equal(db.asyncCommit, db, 'SQLite commits do not wait for the disk (WAL, synchronous = NORMAL)')
       return
     }
     const setting = 'SELECT current_setting($1) AS value'
