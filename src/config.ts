@@ -29,6 +29,8 @@ export interface Config {
   dataDir: string
   databaseUrl: string | undefined
   publicBaseUrl: string
+  /** False when PUBLIC_BASE_URL was left unset (the default follows PORT): see resolvePublicBaseUrl. */
+  publicBaseUrlSet: boolean
   ledger: 'local' | 'sui'
   approvalTtlS: number
   /** How a new (pending) approval is committed: see APPROVAL_COMMIT in the README. */
@@ -52,6 +54,12 @@ export interface Config {
   ledgerCacheTtlS: number
   /** Oldest acceptable PASSporT `iat`, in seconds (RFC 8224 recommends 60); 0 turns the check off. */
   callMaxAgeS: number
+  /** A whole request (headers and body) must arrive within this many ms; slower clients get 408. */
+  requestTimeoutMs: number
+  /** A request's headers (and a new connection's first request) within this many ms. */
+  headersTimeoutMs: number
+  /** An idle keep-alive connection is closed after this many ms. */
+  keepAliveTimeoutMs: number
 }
 
 type Env = Record<string, string | undefined>
@@ -122,6 +130,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: env.DATA_DIR || './data',
     databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
     publicBaseUrl,
+    publicBaseUrlSet: env.PUBLIC_BASE_URL !== undefined && env.PUBLIC_BASE_URL !== '',
     ledger: oneOf(env, 'LEDGER', ['local', 'sui'] as const, 'local'),
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 900, 1, 30 * 24 * 3600),
     approvalCommit: oneOf(env, 'APPROVAL_COMMIT', ['async', 'sync'] as const, 'async'),
@@ -139,5 +148,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
     ledgerCacheTtlS: int(env, 'LEDGER_CACHE_TTL_S', 2, 0, 3600),
     callMaxAgeS: int(env, 'CALL_MAX_AGE_S', 60, 0, 86_400),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
+    headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 5_000, 100, 600_000),
+    keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 600_000),
   }
 }

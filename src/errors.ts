@@ -66,6 +66,34 @@ export class LedgerUnavailableError extends KnsError {
   override readonly status = 503
 }
 
+/** The database cannot be reached (restarting, down, out of connections): retry later. */
+export class DatabaseUnavailableError extends KnsError {
+  override readonly code = 'DATABASE_UNAVAILABLE'
+  override readonly status = 503
+}
+
+/** The route exists, but not for this method; the answer carries `Allow`. */
+export class MethodNotAllowedError extends KnsError {
+  override readonly code = 'METHOD_NOT_ALLOWED'
+  override readonly status = 405
+  readonly allow: readonly string[]
+  constructor(message: string, allow: readonly string[]) {
+    super(message)
+    this.allow = allow
+  }
+}
+
+/** The client was too slow to send its request, or its headers were too large (Node's HTTP server). */
+export class RequestTimeoutError extends KnsError {
+  override readonly code = 'REQUEST_TIMEOUT'
+  override readonly status = 408
+}
+
+export class HeadersTooLargeError extends KnsError {
+  override readonly code = 'HEADERS_TOO_LARGE'
+  override readonly status = 431
+}
+
 /** An operation the configured ledger cannot perform (e.g. minting on Sui). */
 export class LedgerUnsupportedError extends KnsError {
   override readonly code = 'LEDGER_UNSUPPORTED'
@@ -78,6 +106,7 @@ export class ConfigError extends KnsError {
 
 /** All codes, for the OpenAPI document. */
 export const ERROR_CODES = [
-  'INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'PAYLOAD_TOO_LARGE',
-  'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'LEDGER_UNAVAILABLE', 'LEDGER_UNSUPPORTED', 'INTERNAL',
+  'INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'NOT_ACCEPTABLE', 'REQUEST_TIMEOUT',
+  'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'HEADERS_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL',
+  'LEDGER_UNSUPPORTED', 'LEDGER_UNAVAILABLE', 'DATABASE_UNAVAILABLE',
 ] as const

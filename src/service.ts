@@ -3,7 +3,7 @@ import { ConfigError } from './errors.ts'
 import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
 import { openDatabase } from './db/open.ts'
-import { getOrInitSetting, resolveServerSecret } from './db/settings.ts'
+import { getOrInitSetting, getSetting, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
 import { CALLER_TOPIC } from './identity/numbers.ts'
@@ -27,6 +27,8 @@ export interface Service {
   keyDirectory: KeyDirectory
   /** Phone number -> token link, cached for approvals (see PhoneLinks). */
   phoneLinks: PhoneLinks
+  /** What an operator must hear at start (a server logs them as warnings). */
+  warnings: string[]
   close(): Promise<void>
 }
 
@@ -44,6 +46,42 @@ async function pinZkLoginIdentity(db: Database, config: Config): Promise<void> {
   }
 }
 
+/**
+ * Every process serving one database must sign approval messages for the same public URL
+ * (`Service: <url>` is part of the signed text), or an approval signed through one process
+ * fails on another. The URL last used is kept in the database:
+ * - PUBLIC_BASE_URL set: it is used and kept; a change is reported (every process needs the new value).
+ * - unset, in a server: the default (http://localhost:$PORT) is used only if it is the URL kept,
+ *   or none is; a server whose default differs (another PORT, a second process on the same
+ *   database) refuses to start rather than sign a message the other processes do not.
+ * - unset, in a CLI command: the kept URL, so that what it signs verifies on the server.
+ */
+async function resolvePublicBaseUrl(db: Database, config: Config, role: 'server' | 'tool', warnings: string[]): Promise<void> {
+  const kept = await getSetting(db, 'public_base_url')
+  if (config.publicBaseUrlSet) {
+    if (kept !== config.publicBaseUrl) {
+      await db.run(`INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+        ['public_base_url', config.publicBaseUrl])
+      if (kept !== undefined) {
+        warnings.push(`PUBLIC_BASE_URL changed from ${kept} to ${config.publicBaseUrl}: every process serving this database must use the new value`)
+      }
+    }
+    return
+  }
+  if (role === 'tool') {
+    if (kept !== undefined) config.publicBaseUrl = kept
+    return
+  }
+  const pinned = await getOrInitSetting(db, 'public_base_url', () => config.publicBaseUrl)
+  if (pinned !== config.publicBaseUrl) {
+    throw new ConfigError(`PUBLIC_BASE_URL is not set, and this database is served as ${pinned}, not ${config.publicBaseUrl} ` +
+      `(another PORT, or a second process on the same database). Set PUBLIC_BASE_URL to the service's public URL, ` +
+      `the same on every process (PUBLIC_BASE_URL=${pinned} to keep the current one)`)
+  }
+  warnings.push(`PUBLIC_BASE_URL is not set: approval links and signed approval messages name ${config.publicBaseUrl}. ` +
+    'Set it to the public URL in production, the same on every process')
+}
+
 /** Safety net for the embedded ledger, whose changes are signalled anyway. */
 const LOCAL_KEY_CACHE_TTL_MS = 5 * 60_000
 
@@ -52,6 +90,8 @@ export interface OpenOptions {
   migrate?: boolean
   /** Listen for cross-process cache invalidations (servers: yes; one-shot CLI commands: no). */
   watchChanges?: boolean
+  /** A server (the default) or a one-shot tool: see resolvePublicBaseUrl. */
+  role?: 'server' | 'tool'
 }
 
 export async function openService(config: Config, options: OpenOptions = {}): Promise<Service> {
@@ -60,6 +100,8 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     if (options.migrate !== false) await migrate(db)
     const secret = await resolveServerSecret(db, config.knsSecret)
     await pinZkLoginIdentity(db, config)
+    const warnings: string[] = []
+    await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
     const ledger = options.ledger ?? createLedger(config, db)
     const rateLimiter = createRateLimiter(config.redisUrl)
     // Caches that other processes' writes invalidate need the change signal; a process that
@@ -76,7 +118,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       await changes.start()
     }
     return {
-      config, db, ledger, secret, rateLimiter, keyDirectory, phoneLinks,
+      config, db, ledger, secret, rateLimiter, keyDirectory, phoneLinks, warnings,
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
         await changes?.close()

@@ -68,6 +68,7 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   const app = await buildApp(service)
   closeGracefully(app, service)
   await app.listen({ port: service.config.port, host: service.config.host })
+  for (const warning of service.warnings) app.log.warn(warning)
   app.log.info({ engine: service.db.engine, ledger: service.ledger.kind, publicBaseUrl: service.config.publicBaseUrl }, 'kns ready')
   return app
 }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Service } from '../service.ts'
 import { registerErrorHandling } from './errors.ts'
+import { useJsonParser } from './json-body.ts'
+import { requireHost, transportOptions } from './transport.ts'
 import { registerObservability } from './observability.ts'
 import { registerOpenApi } from './openapi.ts'
 import { approvalRoutes } from './routes/approvals.ts'
@@ -46,9 +48,12 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
     return503OnClosing: true,
+    ...transportOptions(service.config),
   })
+  app.addHook('onRequest', requireHost)
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain')
+  useJsonParser(app)
   app.decorateRequest('apiKey', null)
   // Callback style: hooks run on every request, and an async one costs a promise each time.
   app.addHook('onSend', (request, reply, payload, done) => {

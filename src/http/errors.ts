@@ -1,7 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { KnsError, RateLimitedError } from '../errors.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
+import { DatabaseUnavailableError, KnsError, MethodNotAllowedError, RateLimitedError } from '../errors.ts'
+import { PATTERN_WORDS } from '../lib/text.ts'
+import { errorBody } from './error-body.ts'
+import { methodNotAllowed, trackRouteMethods } from './transport.ts'
 
-interface ErrorBody { success: false; code: string; error: string; message: string; field?: string; requestId: string }
 
 /** Fastify's own 4xx errors, mapped to our stable codes. */
 const FASTIFY_CODES: Record<number, string> = {
@@ -10,22 +13,21 @@ const FASTIFY_CODES: Record<number, string> = {
 }
 
 function send(reply: FastifyReply, request: FastifyRequest, status: number, code: string, text: string, field?: string): FastifyReply {
-  const body: ErrorBody = { success: false, code, error: text, message: text, requestId: String(request.id) }
-  if (field !== undefined) body.field = field
-  return reply.status(status).send(body)
+  return reply.status(status).send(errorBody(code, text, String(request.id), field))
 }
 
 /** `body/phoneNumber must match pattern` -> field `phoneNumber`, readable message. */
 function describeValidation(err: FastifyError): { field?: string; text: string } {
   const first = err.validation?.[0]
   if (first === undefined) return { text: err.message }
-  const params = first.params as { missingProperty?: string; allowedValues?: unknown[] }
+  const params = first.params as { missingProperty?: string; allowedValues?: unknown[]; pattern?: string }
   const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.')
   const field = params.missingProperty !== undefined ? (path ? `${path}.${params.missingProperty}` : params.missingProperty) : path || undefined
   const where = err.validationContext ?? 'request'
   let text: string
   if (params.missingProperty !== undefined) text = `${where}: ${field} is required`
   else if (params.allowedValues !== undefined) text = `${where}: ${field} must be one of ${params.allowedValues.map(String).join(', ')}`
+  else if (params.pattern !== undefined && PATTERN_WORDS[params.pattern] !== undefined) text = `${where}: ${field ?? 'value'} ${PATTERN_WORDS[params.pattern]}`
   else if (field === undefined) text = `${where} ${first.message ?? 'is invalid'}`
   else text = `${where}: ${field} ${first.message ?? 'is invalid'}`
   return field === undefined ? { text } : { field, text }
@@ -36,9 +38,17 @@ function describeValidation(err: FastifyError): { field?: string; text: string }
  * else is logged with its stack and answered as a bare 500, never leaking internals.
  */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
+  const allowedMethods = trackRouteMethods(app)
+  app.setErrorHandler((caught: FastifyError, request, reply) => {
+    let err = caught
+    if (!(err instanceof KnsError) && isDatabaseUnavailable(err)) {
+      request.log.warn({ err }, 'database unavailable')
+      err = new DatabaseUnavailableError('the database is unavailable; retry shortly') as unknown as FastifyError
+    }
     if (err instanceof KnsError) {
       if (err instanceof RateLimitedError) reply.header('retry-after', String(err.retryAfterS))
+      if (err instanceof MethodNotAllowedError) reply.header('allow', err.allow.join(', '))
+      if (err instanceof DatabaseUnavailableError) reply.header('retry-after', '1')
       if (err.status >= 500) request.log.error({ err }, 'request failed')
       return send(reply, request, err.status, err.code, err.message, err.field)
     }
@@ -55,6 +65,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
   })
 
   app.setNotFoundHandler((request, reply) => {
-    send(reply, request, 404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)
+    const wrongMethod = methodNotAllowed(allowedMethods, request)
+    if (wrongMethod !== undefined) {
+      reply.header('allow', wrongMethod.allow.join(', '))
+      return send(reply, request, 405, wrongMethod.code, wrongMethod.message)
+    }
+    return send(reply, request, 404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)
   })
 }

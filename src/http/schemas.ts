@@ -1,21 +1,19 @@
 import { Type, type TSchema } from 'typebox'
 import { E164_PATTERN } from '../identity/phone.ts'
+import { ERROR_CODES } from '../errors.ts'
+import { EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE } from '../lib/text.ts'
 
 /** Shared formats of the contract (kns-api.md, "Common formats"). */
 export const E164 = Type.String({ pattern: E164_PATTERN, description: 'E.164 phone number, leading + optional', examples: ['+14155550100'] })
 export const ObjectId = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', minLength: 66, maxLength: 66, description: 'Sui object ID' })
 export const Address = Type.String({ pattern: '^0x[0-9a-f]{64}$', description: 'Sui address (lowercase)' })
-/** No control characters: these strings are shown to people and embedded in signed text. */
-const SINGLE_LINE = '^[^\\u0000-\\u001f\\u007f]*$'
-/** Free text may have line breaks and tabs, nothing else below U+0020. */
-const MULTI_LINE = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f]*$'
-export const RedirectUrl = Type.String({ pattern: '^https?:\\/\\/[^\\s]*$', minLength: 1, maxLength: 255, description: 'http:// or https:// URL' })
+export const RedirectUrl = Type.String({ pattern: HTTP_URL, minLength: 1, maxLength: 255, description: 'http:// or https:// URL, without white space or control characters' })
 export const ApprovalNumber = Type.String({ pattern: '^[0-9a-f]{24}$', description: '24 lowercase hex characters' })
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC with milliseconds' })
 
 export const ErrorBody = Type.Object({
   success: Type.Literal(false),
-  code: Type.String({ description: 'stable machine-readable code, e.g. INVALID_REQUEST, UNAUTHORIZED, NOT_FOUND' }),
+  code: Type.String({ description: `stable machine-readable code: ${ERROR_CODES.join(', ')}` }),
   error: Type.String({ description: 'what went wrong, for people' }),
   message: Type.String({ description: 'same text as `error` (the registration contract names it `message`)' }),
   field: Type.Optional(Type.String({ description: 'the request field at fault, when one is' })),
@@ -28,7 +26,7 @@ export function withErrors<T extends Record<number, TSchema>>(ok: T) {
 }
 
 export const RegisterRequest = Type.Object({
-  email: Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]{1,64}@[^\\s@]+\\.[^\\s@]+$', description: 'e-mail address' }),
+  email: Type.String({ minLength: 3, maxLength: 254, pattern: EMAIL, description: 'e-mail address (internationalised allowed); no white space or control characters' }),
   phoneNumber: E164,
 })
 
@@ -61,7 +59,9 @@ export const ApprovalResponse = Type.Object({
   error: Type.Optional(Type.String({ description: 'only on errors (see ErrorBody)' })),
 })
 
-export const DetailsQuery = Type.Object({ ref: Type.String({ minLength: 1, maxLength: 64, description: 'the approval number' }) })
+export const DetailsQuery = Type.Object({
+  ref: Type.String({ minLength: 1, maxLength: 64, pattern: SINGLE_LINE, description: 'the approval number (24 lowercase hex characters; anything else names no approval: 404)' }),
+})
 
 export const STATUSES = ['pending', 'approved', 'cancelled', 'expired'] as const
 

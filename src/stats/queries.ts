@@ -3,11 +3,24 @@
  * statement, so they are from one snapshot and always agree with each other.
  */
 import type { Executor } from '../db/engine.ts'
+import { divideExact, exactInteger } from '../lib/exact-sum.ts'
 import type { Network, NsStats, RangeStats, WifiNode } from './schemas.ts'
 import { bucketsOf, bucketSql, bucketStart, DAY, HOUR, WEEK, type Period } from './time.ts'
 
 const MB = 1e6
 const GB = 1e9
+
+/**
+ * Byte sums leave the database as exact integers in text: a JS number loses bytes past 2^53,
+ * and node:sqlite refuses to read such an integer at all. Summed in two parts (whole GB and
+ * the rest) so that even a sum past SQLite's 64-bit SUM() stays exact on both engines.
+ */
+const exactBytesSum = (column: string) =>
+  `CAST(COALESCE(SUM(${column} / ${GB}), 0) AS TEXT) AS gb, CAST(COALESCE(SUM(${column} % ${GB}), 0) AS TEXT) AS rest`
+
+function bytesOfParts(gb: string | null | undefined, rest: string | null | undefined): bigint {
+  return exactInteger(gb) * BigInt(GB) + exactInteger(rest)
+}
 
 export async function statsVersion(db: Executor): Promise<number> {
   const row = await db.get<{ version: number }>('SELECT version FROM stats_meta WHERE id = 1')
@@ -16,14 +29,19 @@ export async function statsVersion(db: Executor): Promise<number> {
 
 export async function globalStats(db: Executor): Promise<{ totalUniqueClients: number; totalGB: number; totalSessions: number }> {
   // Week buckets partition all time: their sums are the totals.
-  const row = await db.get<{ sessions: number; bytes: number; clients: number }>(
-    `SELECT COALESCE(SUM(sessions), 0) AS sessions, COALESCE(SUM(bytes), 0) AS bytes,
+  const row = await db.get<{ sessions: number; gb: string; rest: string; clients: number }>(
+    `SELECT COALESCE(SUM(sessions), 0) AS sessions, ${exactBytesSum('bytes')},
             (SELECT all_clients FROM stats_meta WHERE id = 1) AS clients
      FROM stats_buckets WHERE width = ${WEEK}`)
-  return { totalUniqueClients: Number(row?.clients ?? 0), totalGB: Number(row?.bytes ?? 0) / GB, totalSessions: Number(row?.sessions ?? 0) }
+  return {
+    totalUniqueClients: Number(row?.clients ?? 0),
+    totalGB: divideExact(bytesOfParts(row?.gb, row?.rest), GB),
+    totalSessions: Number(row?.sessions ?? 0),
+  }
 }
 
-interface RangeRow { kind: 'b' | 'p' | 't'; k: number; a: number; b: number; c: number }
+/** `b` and `r`: bytes as exact text (per bucket in `b`; totals as whole GB in `b` and the rest in `r`). */
+interface RangeRow { kind: 'b' | 'p' | 't'; k: number; a: number; b: string; r: string; c: number }
 
 export async function rangeStats(db: Executor, network: Network, period: Period): Promise<RangeStats> {
   const { start, end, width } = period
@@ -32,13 +50,14 @@ export async function rangeStats(db: Executor, network: Network, period: Period)
   const rows = await db.all<RangeRow>(
     // b: the period's buckets; p: its distinct clients (each counted at its first active
     // bucket in the period); t: everything before the end, from whole weeks, then days, then hours.
-    `SELECT 'b' AS kind, bucket_ms AS k, sessions AS a, bytes AS b, clients AS c
+    `SELECT 'b' AS kind, bucket_ms AS k, sessions AS a, CAST(bytes AS TEXT) AS b, '0' AS r, clients AS c
        FROM stats_buckets WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4
      UNION ALL
-     SELECT 'p', 0, COALESCE(SUM(clients), 0), 0, 0
+     SELECT 'p', 0, COALESCE(SUM(clients), 0), '0', '0', 0
        FROM stats_bucket_clients WHERE network = $1 AND width = $2 AND bucket_ms >= $3 AND bucket_ms < $4 AND prev_ms < $3
      UNION ALL
-     SELECT 't', 0, COALESCE(SUM(sessions), 0), COALESCE(SUM(bytes), 0), COALESCE(SUM(new_clients), 0)
+     SELECT 't', 0, COALESCE(SUM(sessions), 0), CAST(COALESCE(SUM(bytes / ${GB}), 0) AS TEXT), CAST(COALESCE(SUM(bytes % ${GB}), 0) AS TEXT),
+            COALESCE(SUM(new_clients), 0)
        FROM stats_buckets WHERE network = $1 AND (
          (width = ${WEEK} AND bucket_ms < $5) OR
          (width = ${DAY} AND bucket_ms >= $5 AND bucket_ms < $6) OR
@@ -46,33 +65,33 @@ export async function rangeStats(db: Executor, network: Network, period: Period)
     [network, width, start, end, weekFloor, dayFloor])
   const byBucket = new Map<number, RangeRow>()
   let periodClients = 0
-  let totals = { sessions: 0, bytes: 0, clients: 0 }
+  let totals = { sessions: 0, bytes: 0n, clients: 0 }
   for (const row of rows) {
     if (row.kind === 'b') byBucket.set(Number(row.k), row)
     else if (row.kind === 'p') periodClients = Number(row.a)
-    else totals = { sessions: Number(row.a), bytes: Number(row.b), clients: Number(row.c) }
+    else totals = { sessions: Number(row.a), bytes: bytesOfParts(row.b, row.r), clients: Number(row.c) }
   }
   const dataUsageMB: number[][] = []
   const clients: number[][] = []
   const sessions: number[][] = []
-  let periodBytes = 0
+  let periodBytes = 0n
   let periodSessions = 0
   for (const t of bucketsOf(period)) {
     const row = byBucket.get(t)
-    const bytes = Number(row?.b ?? 0)
+    const bytes = exactInteger(row?.b)
     const count = Number(row?.a ?? 0)
     periodBytes += bytes
     periodSessions += count
-    dataUsageMB.push([t, bytes / MB])
+    dataUsageMB.push([t, divideExact(bytes, MB)])
     clients.push([t, Number(row?.c ?? 0)])
     sessions.push([t, count])
   }
   return {
     totalCumulativeUniqueClients: totals.clients,
-    totalCumulativeGB: totals.bytes / GB,
+    totalCumulativeGB: divideExact(totals.bytes, GB),
     totalCumulativeSessions: totals.sessions,
     periodUsage: {
-      currentUsageMB: periodBytes / MB,
+      currentUsageMB: divideExact(periodBytes, MB),
       currentClients: periodClients,
       currentSessions: periodSessions,
       dataUsageMB,

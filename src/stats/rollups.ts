@@ -11,6 +11,7 @@
  * activity before it cancels out.)
  */
 import type { Executor } from '../db/engine.ts'
+import { addExact, type ExactSum } from '../lib/exact-sum.ts'
 import { insertRows } from './bulk.ts'
 import { loadWindows, masksOf, recordClients, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
 import { addPointChange, FIRST_EVER, hourOf, hoursOfWeek, mergeHours, parsePointKey, weeksOfHours, type PointCounts } from './presence.ts'
@@ -25,7 +26,7 @@ export interface StoredSession {
   bytes: number
 }
 
-interface BucketDelta { sessions: number; bytes: number; clients: number; newClients: number }
+interface BucketDelta { sessions: number; bytes: ExactSum; clients: number; newClients: number }
 
 class Deltas {
   readonly buckets = new Map<string, BucketDelta>()
@@ -77,7 +78,7 @@ export async function applyToRollups(ex: Executor, sessions: readonly StoredSess
     for (const width of WIDTHS) {
       const delta = deltas.bucket(s.network, width, bucketStart(s.start, width))
       delta.sessions += 1
-      delta.bytes += s.bytes
+      delta.bytes = addExact(delta.bytes, s.bytes)
     }
     let clients = hoursByNetwork.get(s.network)
     if (clients === undefined) hoursByNetwork.set(s.network, clients = new Map())

@@ -1,18 +1,25 @@
 /** Request and response shapes of the statistics endpoints (kns-api.md, area C). */
 import { Type, type Static } from 'typebox'
+import { SINGLE_LINE } from '../lib/text.ts'
 
 export const NODE_STATUSES = ['Online', 'Offline', 'Pending'] as const
 export type NodeStatus = (typeof NODE_STATUSES)[number]
 export const NETWORKS = ['gateway', 'wifi'] as const
 export type Network = (typeof NETWORKS)[number]
 
-/** Text shown on a map or page: no control characters. */
-export const SINGLE_LINE = '^[^\\u0000-\\u001f\\u007f]*$'
+/** Text shown on a map or page: one line (src/lib/text.ts). */
+export { SINGLE_LINE }
 const text = (min: number, max: number, description: string, extra: Record<string, unknown> = {}) =>
   Type.String({ minLength: min, maxLength: max, pattern: SINGLE_LINE, description, ...extra })
 
 /** Bounds of a session's fields (also checked by hand on the import's fast path). */
-export const SESSION_LIMITS = { sessionId: 128, nodeUid: 128, clientId: 256, bytes: 1e15 } as const
+export const SESSION_LIMITS = {
+  sessionId: 128, nodeUid: 128, clientId: 256, bytes: 1e15,
+  /** Latest instant accepted as epoch milliseconds (2100-01-01T00:00:00Z): far beyond any real session, far within BIGINT and 2^53. */
+  instantMs: Date.UTC(2100, 0, 1),
+  /** Longest session: one reported as lasting longer is a clock or counter fault (report long sessions in parts). */
+  durationMs: 31 * 24 * 3_600_000,
+} as const
 
 const Uid = text(1, SESSION_LIMITS.nodeUid, 'stable node identifier', { examples: ['gw-0001'] })
 const Status = Type.Union([Type.Literal('Online'), Type.Literal('Offline'), Type.Literal('Pending')], { description: 'Online | Offline | Pending (installed, not yet serving)' })
@@ -48,7 +55,7 @@ export const WifiNodeList = Type.Array(WifiNode, { maxItems: MAX_BATCH })
 
 const Instant = Type.Union([
   Type.String({ format: 'date-time', description: 'ISO 8601 with a zone' }),
-  Type.Integer({ minimum: 0, description: 'epoch milliseconds' }),
+  Type.Integer({ minimum: 0, maximum: SESSION_LIMITS.instantMs, description: 'epoch milliseconds (before 2100)' }),
 ])
 const Bytes = Type.Integer({ minimum: 0, maximum: SESSION_LIMITS.bytes, description: 'bytes (at most 10^15)' })
 

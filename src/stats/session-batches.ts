@@ -49,8 +49,8 @@ type Row = [number, string, string, string, string, number, number, number]
 
 const FIELDS = ['sessionId', 'network', 'nodeUid', 'clientId', 'start', 'end', 'bytesUp', 'bytesDown'] as const
 const DIGITS = /^\d{1,16}$/
-const SINGLE_LINE_TEXT = new RegExp(SINGLE_LINE)
-const { sessionId: MAX_SESSION_ID, nodeUid: MAX_NODE_UID, clientId: MAX_CLIENT_ID, bytes: MAX_BYTES } = SESSION_LIMITS
+const SINGLE_LINE_TEXT = new RegExp(SINGLE_LINE, 'u')
+const { sessionId: MAX_SESSION_ID, nodeUid: MAX_NODE_UID, clientId: MAX_CLIENT_ID, bytes: MAX_BYTES, durationMs: MAX_DURATION } = SESSION_LIMITS
 
 /** The session of a CSV record in the usual shape, or undefined when checkSession must decide. */
 function fastSession(cells: string[], at: number[], now: number): Session | undefined {
@@ -64,7 +64,7 @@ function fastSession(cells: string[], at: number[], now: number): Session | unde
   const end = Number(endText)
   const bytesUp = Number(upText)
   const bytesDown = Number(downText)
-  if (start < EARLIEST_MS || start > now + FUTURE_TOLERANCE_MS || end < start || bytesUp > MAX_BYTES || bytesDown > MAX_BYTES) return undefined
+  if (start < EARLIEST_MS || start > now + FUTURE_TOLERANCE_MS || end < start || end - start > MAX_DURATION || bytesUp > MAX_BYTES || bytesDown > MAX_BYTES) return undefined
   return { sessionId: sessionId!, network, nodeUid: nodeUid!, clientId: clientId!, start, end, bytesUp, bytesDown }
 }
 

@@ -1,5 +1,5 @@
 import { Compile } from 'typebox/compile'
-import { SessionInput, type Network } from './schemas.ts'
+import { SESSION_LIMITS, SessionInput, type Network } from './schemas.ts'
 import { EARLIEST_MS, parseInstant } from './time.ts'
 
 /** A session as stored, before its clientId is hashed. */
@@ -22,8 +22,8 @@ const checker = Compile(SessionInput)
 /** Fields whose schema is a union: the first branch's message would mislead. */
 const UNION_MESSAGES: Record<string, string> = {
   network: 'network must be "gateway" or "wifi"',
-  start: 'start must be an ISO 8601 date-time with a zone, or epoch milliseconds',
-  end: 'end must be an ISO 8601 date-time with a zone, or epoch milliseconds',
+  start: 'start must be an ISO 8601 date-time with a zone, or epoch milliseconds before 2100',
+  end: 'end must be an ISO 8601 date-time with a zone, or epoch milliseconds before 2100',
 }
 
 function toMs(value: string | number, field: string): number {
@@ -53,6 +53,7 @@ export function checkSession(value: unknown, now: number): Checked {
   if (start < EARLIEST_MS) return { reason: 'start is before 2000-01-01 (epoch milliseconds expected)' }
   if (start > now + FUTURE_TOLERANCE_MS) return { reason: 'start is in the future' }
   if (end < start) return { reason: 'end is before start' }
+  if (end - start > SESSION_LIMITS.durationMs) return { reason: 'end is more than 31 days after start' }
   return {
     session: {
       sessionId: input.sessionId, network: input.network, nodeUid: input.nodeUid, clientId: input.clientId,

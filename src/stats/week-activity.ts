@@ -9,12 +9,13 @@
  * keys), their hours packed into one Int32Array.
  */
 import type { Executor } from '../db/engine.ts'
+import { addExact, type ExactSum } from '../lib/exact-sum.ts'
 import { withLength } from '../lib/typed-arrays.ts'
 import type { ClientNumbers } from './client-numbers.ts'
 import type { Network } from './schemas.ts'
 import { bucketStart, HOUR, WEEK } from './time.ts'
 
-export interface HourSums { sessions: number; bytes: number }
+export interface HourSums { sessions: number; bytes: ExactSum }
 
 export interface NetworkActivity {
   /** Sessions and bytes by hour index (hours since the epoch). */
@@ -42,7 +43,7 @@ class NetworkBuilder {
     if (sums === undefined) this.sums.set(hour, { sessions: 1, bytes })
     else {
       sums.sessions++
-      sums.bytes += bytes
+      sums.bytes = addExact(sums.bytes, bytes)
     }
     this.#slots = withLength(this.#slots, client + 1)
     const slot = this.#slots[client]!

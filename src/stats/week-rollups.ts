@@ -4,6 +4,7 @@
  * week row of the week is replaced. Used by bulk import (bulk-import.ts).
  */
 import type { Executor } from '../db/engine.ts'
+import { addExact, type ExactSum } from '../lib/exact-sum.ts'
 import { withLength } from '../lib/typed-arrays.ts'
 import { appendRows } from './bulk.ts'
 import type { ClientNumbers } from './client-numbers.ts'
@@ -47,7 +48,7 @@ async function lastHoursBefore(ex: Executor, network: Network, clients: string[]
   return { last, firstSeen: clients.filter((c) => (first.get(c) ?? Infinity) > week) }
 }
 
-interface Sums { sessions: number; bytes: number; clients: number; newClients: number }
+interface Sums { sessions: number; bytes: ExactSum; clients: number; newClients: number }
 
 /**
  * Recomputes every rollup of one week from its sessions' activity, whose clients are numbers
@@ -73,7 +74,7 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
       for (const width of WIDTHS) {
         const b = bucket(width, bucketStart(hour * HOUR, width))
         b.sessions += s.sessions
-        b.bytes += s.bytes
+        b.bytes = addExact(b.bytes, s.bytes)
       }
     }
     // Clients this import has not met yet on this network: their history is in the database.

@@ -23,7 +23,7 @@ let apiKey: string
 let servers: RunningServer[] = []
 
 before(async () => {
-  fresh = await freshDatabaseEnv()
+  fresh = await freshDatabaseEnv({ PUBLIC_BASE_URL: 'https://kns.example.com' })
   // The test process seeds the shared database; it does not watch changes itself.
   seed = await openService(fresh.config, { watchChanges: false })
   apiKey = (await createApiKey(seed.db, { vendor: 'Terminating Carrier', scopes: ['caller'], rate: 100_000 })).key

@@ -59,6 +59,43 @@ describe('coalesce', () => {
   })
 })
 
+describe('lookupByKey isolates its members', () => {
+  /** A PostgreSQL-shaped database whose batch statement fails whenever `poison` is among the keys, as PostgreSQL does on a NUL. */
+  function fakeDatabase(poison: string, calls: string[]) {
+    const rowOf = (key: string) => (key === 'missing' ? undefined : { key, value: key.toUpperCase() })
+    return {
+      engine: 'postgres', transaction: async () => { throw new Error('unused') },
+      async all(_sql: string, [keys]: [string[]]) {
+        calls.push(`many:${keys.length}`)
+        if (keys.includes(poison)) throw new Error('invalid byte sequence for encoding "UTF8"')
+        return keys.map(rowOf).filter((row) => row !== undefined)
+      },
+      async get(_sql: string, [key]: [string]) {
+        calls.push(`one:${key}`)
+        if (key === poison) throw new Error('invalid byte sequence for encoding "UTF8"')
+        return rowOf(key)
+      },
+    } as unknown as Database
+  }
+
+  test('a key no database can hold (NUL, lone surrogate) matches nothing and never reaches the database', async () => {
+    const calls: string[] = []
+    const db = fakeDatabase('\u0000', calls)
+    const answers = await Promise.all(['a', 'b\u0000', 'c\ud800', 'd'].map((k) => lookupByKey(db, 'one', 'many', 'key', k)))
+    assert.deepEqual(answers, [{ key: 'a', value: 'A' }, undefined, undefined, { key: 'd', value: 'D' }])
+    assert.deepEqual(calls, ['many:2'])
+  })
+
+  test('a batch that fails is retried key by key: only the key at fault gets the error', async () => {
+    const calls: string[] = []
+    const db = fakeDatabase('boom', calls)
+    const results = await Promise.allSettled(['a', 'boom', 'missing', 'b'].map((k) => lookupByKey(db, 'one2', 'many2', 'key', k)))
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    assert.deepEqual(results.map((r) => (r.status === 'fulfilled' ? r.value : 'error')), [{ key: 'a', value: 'A' }, 'error', undefined, { key: 'b', value: 'B' }])
+    assert.deepEqual(calls, ['many:4', 'one:a', 'one:boom', 'one:missing', 'one:b'])
+  })
+})
+
 describe(`coalesced statements (${ENGINE})`, () => {
   let h: Harness
   before(async () => { h = await startHarness() })

@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { BODY_LIMITS } from '../../src/http/json-body.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { approvalBody, assertError, assertNoStack, randomApprovalNumber, register } from '../support/kns.ts'
 
@@ -22,7 +23,7 @@ const headers = (extra: Record<string, string> = {}) => ({ 'x-api-key': key, ...
 
 describe('request bodies', () => {
   for (const url of POSTS) {
-    test(`${url}: body over 64 KiB -> 413`, async () => {
+    test(`${url}: body over 64 KiB -> 413 (every route's limit is lower)`, async () => {
       const res = await h.app.inject({
         method: 'POST', url, headers: headers({ 'content-type': 'application/json' }),
         payload: JSON.stringify({ ...approvalBody({ phoneNumber: phone }), message: 'x'.repeat(65 * 1024) }),
@@ -53,13 +54,16 @@ describe('request bodies', () => {
     })
   }
 
-  test('exactly 64 KiB is still accepted by the transport (then judged by the schema)', async () => {
-    const body = JSON.stringify({ email: 'a@example.com', phoneNumber: phone, pad: '' })
-    const padded = body.replace('"pad":""', `"pad":"${'p'.repeat(64 * 1024 - body.length)}"`)
-    assert.equal(Buffer.byteLength(padded), 64 * 1024)
-    const res = await h.app.inject({ method: 'POST', url: '/numsys/register-user-login', headers: { 'content-type': 'application/json' }, payload: padded })
-    assert.notEqual(res.statusCode, 413, res.body)
-  })
+  for (const [url, limit] of [['/numsys/register-user-login', BODY_LIMITS.small], ['/numsys/approval-phone', BODY_LIMITS.text]] as const) {
+    test(`${url}: its own limit (${limit} bytes) is accepted by the transport, one byte more is 413`, async () => {
+      const body = JSON.stringify({ email: 'a@example.com', phoneNumber: phone, pad: '' })
+      const padded = body.replace('"pad":""', `"pad":"${'p'.repeat(limit - body.length)}"`)
+      assert.equal(Buffer.byteLength(padded), limit)
+      const send = (payload: string) => h.app.inject({ method: 'POST', url, headers: headers({ 'content-type': 'application/json' }), payload })
+      assert.notEqual((await send(padded)).statusCode, 413)
+      assertError(await send(`${padded} `), 413, 'PAYLOAD_TOO_LARGE')
+    })
+  }
 
   test('application/json with a charset parameter is JSON', async () => {
     const res = await h.app.inject({

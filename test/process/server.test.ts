@@ -26,7 +26,8 @@ const email = 'process@example.com'
 let registered: Record<string, unknown> | undefined
 
 before(async () => {
-  fresh = await freshDatabaseEnv()
+  // Each start gets a new port: one public URL keeps them the same service (see PUBLIC_BASE_URL).
+  fresh = await freshDatabaseEnv({ PUBLIC_BASE_URL: 'https://kns.example.com' })
 })
 
 after(async () => {
@@ -47,7 +48,7 @@ test('first start on an empty database prints a development API key once on SQLi
   const keys = new Set(out.match(KEY))
   assert.equal(keys.size, 1, 'one key, shown in the banner and the curl example')
   const [devKey] = [...keys] as [string]
-  assert.match(out, new RegExp(`curl -s http://localhost:${first.port}/numsys/approval-phone .*x-api-key: ${devKey}`))
+  assert.match(out, new RegExp(`curl -s https://kns\\.example\\.com/numsys/approval-phone .*x-api-key: ${devKey}`))
   assert.doesNotMatch(first.stderr(), KEY, 'the key is never logged')
 
   // The printed key works: a number without a token is a 404, not a 401.

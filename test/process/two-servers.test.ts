@@ -21,7 +21,8 @@ const randomPhone = () => `+4420${String(randomInt(0, 100_000_000)).padStart(8, 
 
 before(async () => {
   if (skip) return
-  fresh = await freshDatabaseEnv()
+  // Behind one balancer: one public URL for both (a second process without it refuses to start, below).
+  fresh = await freshDatabaseEnv({ PUBLIC_BASE_URL: 'https://kns.example.com' })
   // Both start at once on an empty schema: their migrations race, as in a rolling deploy.
   ;[a, b] = await Promise.all([startServer(fresh.env), startServer(fresh.env)])
   const db = openDatabase(fresh.config)
@@ -73,11 +74,26 @@ test('an approval created on one server is read on the other; a retry there retu
   assert.equal(details.status, 'pending')
   assert.equal(details.approved, false)
 
+  // Both sign for the same public URL, so a signature made for one verifies on the other.
+  const onA = (await (await fetch(`${a.url}/numsys/transaction_details?ref=${ref}`)).json()) as Record<string, unknown>
+  assert.equal(details.signMessage, onA.signMessage)
+  assert.match(String(details.signMessage), /^Service: https:\/\/kns\.example\.com$/m)
+
   const retried = await postJson(`${b.url}/numsys/approval-phone`, body, { 'x-api-key': key.key })
   assert.equal(retried.status, 200)
   assert.equal(retried.body.approvalNumber, ref)
   const conflict = await postJson(`${b.url}/numsys/approval-phone`, { ...body, title: 'Something else' }, { 'x-api-key': key.key })
   assert.equal(conflict.status, 409)
+})
+
+test('a third process without PUBLIC_BASE_URL refuses to start, naming the URL the database is served as', { skip }, async () => {
+  const { PUBLIC_BASE_URL: _shared, ...withoutUrl } = fresh!.env
+  const third = await startServer(withoutUrl, { timeoutMs: 10_000 }).then(
+    (server) => ({ started: true as const, server }),
+    (err: unknown) => ({ started: false as const, err }))
+  if (third.started) await third.server.stop()
+  assert.equal(third.started, false, 'the third server started')
+  assert.match(String((third as { err: unknown }).err), /PUBLIC_BASE_URL is not set, and this database is served as https:\/\/kns\.example\.com/)
 })
 
 test('a key revoked through the CLI is refused by both servers within 1 s', { skip }, async (t) => {

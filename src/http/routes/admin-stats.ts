@@ -42,7 +42,7 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
   app.addContentTypeParser('application/x-ndjson', { parseAs: 'string', bodyLimit: USAGE_BODY_LIMIT }, (_request, body, done) => done(null, body))
 
   app.put('/api/v1/admin/gateways', {
-    preHandler: guard,
+    onRequest: guard,
     bodyLimit: NODES_BODY_LIMIT,
     schema: {
       tags: ['statistics admin'],
@@ -56,7 +56,7 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
   }, async (request) => ({ upserted: await upsertGateways(service.db, request.body) }))
 
   app.put('/api/v1/admin/wifi-nodes', {
-    preHandler: guard,
+    onRequest: guard,
     bodyLimit: NODES_BODY_LIMIT,
     schema: {
       tags: ['statistics admin'],
@@ -69,7 +69,7 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
   }, async (request) => ({ upserted: await upsertWifiNodes(service.db, request.body) }))
 
   app.post('/api/v1/admin/usage', {
-    preHandler: guard,
+    onRequest: guard,
     bodyLimit: USAGE_BODY_LIMIT,
     // Sessions are checked one by one in the handler, so that a rejected batch lists every
     // bad line; the schema below documents them.

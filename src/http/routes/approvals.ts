@@ -8,6 +8,7 @@ import { verifyTransaction } from '../../approvals/verify-transaction.ts'
 import type { ApiKey } from '../../keys/api-keys.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, publicRateLimit, requireScope } from '../auth.ts'
+import { BODY_LIMITS } from '../json-body.ts'
 import {
   ApprovalResponse, CancelRequest, DetailsQuery, ObjectIdApprovalRequest, PhoneApprovalRequest, TransactionDetailsResponse,
   VerdictResponse, VerifySignatureRequest, VerifyTransactionRequest, withErrors,
@@ -36,6 +37,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/approval-phone', {
     onRequest: guard,
+    bodyLimit: BODY_LIMITS.text,
     schema: {
       tags: ['approvals'],
       summary: 'Ask the owner of a phone number to approve an action',
@@ -49,6 +51,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/approval-object-id', {
     onRequest: guard,
+    bodyLimit: BODY_LIMITS.text,
     schema: {
       tags: ['approvals'],
       summary: 'Ask the owner of a number-system token to approve an action',
@@ -73,6 +76,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/verify_signature', {
     onRequest: open,
+    bodyLimit: BODY_LIMITS.text,
     schema: {
       tags: ['approvals'],
       summary: 'Approve a `sign` request with the owner\'s personal-message signature over `signMessage`',
@@ -87,6 +91,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/verify_transaction', {
     onRequest: open,
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['approvals'],
       summary: 'Approve an `event` request with the digest of the owner\'s `kns::approve` transaction',
@@ -100,6 +105,7 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/approval-cancel', {
     onRequest: open,
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['approvals'],
       summary: 'Extension: the user declines the request (approval page "Cancel")',

@@ -5,6 +5,7 @@ import { NotFoundError } from '../../errors.ts'
 import { canonicalPhone } from '../../identity/phone.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
+import { BODY_LIMITS } from '../json-body.ts'
 import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../schemas.ts'
 
 export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
@@ -14,6 +15,7 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
 
   app.post('/numsys/call-signature-verification', {
     onRequest: guard,
+    bodyLimit: BODY_LIMITS.text,
     schema: {
       tags: ['caller'],
       summary: 'Verify the identity header (PASSporT) of a call',
@@ -35,6 +37,7 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
 
   app.post('/numsys/object-id-lookup', {
     onRequest: guard,
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['caller'],
       summary: 'The number-system token of a phone number and the certificate registries linked to it',

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { registerOrLogin } from '../../identity/register.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
+import { BODY_LIMITS } from '../json-body.ts'
 import { RegisterRequest, RegisterResponse, withErrors } from '../schemas.ts'
 
 export async function identityRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
@@ -10,6 +11,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/register-user-login', {
     onRequest: publicRateLimit(service),
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['identity'],
       summary: 'Register a phone number, or log in to it',

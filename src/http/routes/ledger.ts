@@ -4,6 +4,7 @@ import { LocalLedger } from '../../ledger/local-ledger.ts'
 import { approveWithSignature } from '../../ledger/approve.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
+import { BODY_LIMITS } from '../json-body.ts'
 import { LedgerApproveRequest, LedgerApproveResponse, withErrors } from '../schemas.ts'
 
 /** Embedded-ledger operations over HTTP; registered only when LEDGER=local. */
@@ -14,6 +15,7 @@ export async function ledgerRoutes(fastify: FastifyInstance, { service }: { serv
 
   app.post('/ledger/v1/approve', {
     onRequest: publicRateLimit(service),
+    bodyLimit: BODY_LIMITS.text,
     schema: {
       tags: ['ledger'],
       summary: 'Embedded ledger: the token owner calls kns::approve(token, ref)',

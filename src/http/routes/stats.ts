@@ -8,6 +8,7 @@ import { globalStats, nsStats, rangeStats, statsVersion, wifiNodes } from '../..
 import { GlobalStats, NsStats, RangeRequest, RangeStats, WifiNodeListResponse, type Network } from '../../stats/schemas.ts'
 import { normalizePeriod, WIDTH_NAMES, type Period } from '../../stats/time.ts'
 import { publicRateLimit } from '../auth.ts'
+import { BODY_LIMITS, useJsonParser } from '../json-body.ts'
 import { withErrors } from '../schemas.ts'
 
 /** Explorers poll; a few seconds of staleness is invisible on a chart and spares the database. */
@@ -47,12 +48,7 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
 
   // wifi-nodes and global-public-stats take no body, and clients send POSTs with a JSON
   // content type and nothing after it: read an empty JSON body as {} on these routes.
-  const defaultJson = app.getDefaultJsonParser('error', 'error')
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') done(null, {})
-    else defaultJson(request, body as string, done)
-  })
+  useJsonParser(app, { emptyAsObject: true })
 
   /**
    * Answers with ETag and Cache-Control. Versioned answers (the statistics tables) are
@@ -78,7 +74,8 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
   }
 
   app.get('/api/v1/UsageGraph/global-public-stats', {
-    preHandler: open,
+    onRequest: open,
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['statistics'],
       summary: 'Totals of both networks: distinct clients ever, GB and sessions',
@@ -89,7 +86,8 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
 
   for (const [network, path, label] of [['gateway', 'global-public-gateway-stats', 'gateway'], ['wifi', 'global-public-wifi-stats', 'WiFi']] as const) {
     app.post(`/api/v1/UsageGraph/${path}`, {
-      preHandler: open,
+      onRequest: open,
+      bodyLimit: BODY_LIMITS.small,
       schema: {
         tags: ['statistics'],
         summary: `Usage of the ${label} network over a period, with its series and nodes`,
@@ -107,7 +105,8 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
   }
 
   app.post('/api/v1/Wifi/wifi-nodes', {
-    preHandler: open,
+    onRequest: open,
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['statistics'],
       summary: 'All WiFi nodes',
@@ -118,7 +117,8 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
   }, async (request, reply) => answer(request, reply, 'wifi-nodes', true, () => wifiNodes(db)))
 
   app.post('/api/v1/UsageGraph/global-public-ns-stats', {
-    preHandler: open,
+    onRequest: open,
+    bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['statistics'],
       summary: 'Number-system sign-ups, overall and per country, over a period',

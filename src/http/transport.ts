@@ -1,0 +1,107 @@
+/**
+ * What happens below the routes, in the service's one error shape: errors of Node's HTTP
+ * parser (malformed requests, oversized headers, slow clients), Fastify's own (a URL that does
+ * not decode), a known path asked with the wrong method (405 with Allow), and the server's
+ * timeouts, which end slow clients within seconds instead of Node's minutes.
+ */
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance, FastifyRequest, FastifyReply, FastifyServerOptions } from 'fastify'
+import { MethodNotAllowedError, ValidationError } from '../errors.ts'
+import { errorBody } from './error-body.ts'
+
+export interface TransportLimits {
+  /** Whole request, headers and body, from its first byte (Node's requestTimeout). */
+  requestTimeoutMs: number
+  /** Headers of a request, and a new connection's first request (Node's headersTimeout). */
+  headersTimeoutMs: number
+  /** An idle keep-alive connection between requests. */
+  keepAliveTimeoutMs: number
+}
+
+/** How often Node looks for requests past their timeouts (its default, 30 s, is the slack measured as 64 s for 60 s). */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000
+
+function errorResponse(status: number, code: string, text: string): string {
+  const body = JSON.stringify(errorBody(code, text, randomUUID()))
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
+/** Node's HTTP parser failed on a request, or a client was too slow: answer in our shape, then close. */
+function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  let response: string
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') response = errorResponse(408, 'REQUEST_TIMEOUT', 'the request was not received in time')
+  else if (err.code === 'HPE_HEADER_OVERFLOW') response = errorResponse(431, 'HEADERS_TOO_LARGE', 'request headers are too large')
+  else response = errorResponse(400, 'INVALID_REQUEST', 'malformed HTTP request')
+  // A response already under way on this socket cannot be followed by another.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (socket.writable && inFlight?.headersSent !== true) socket.end(response)
+  else socket.destroy()
+}
+
+/** Fastify-level server options for the transport (merged into the app's). */
+export function transportOptions(limits: TransportLimits): Partial<FastifyServerOptions> {
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    clientErrorHandler: onClientError,
+    http: {
+      headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+      // A request without Host is refused by our own hook, in our shape (Node's own 400 has no body).
+      requireHostHeader: false,
+    },
+    frameworkErrors: (err: Error, request: FastifyRequest, reply: FastifyReply) => {
+      // FST_ERR_BAD_URL and the like: the URL could not be decoded. No route matched, so the
+      // app's error handler is not in reach: the body is written here.
+      reply.status(400).type('application/json; charset=utf-8')
+        .send(JSON.stringify(errorBody('INVALID_REQUEST', `the request URL is malformed (${err.message})`, String(request.id))))
+    },
+  } as Partial<FastifyServerOptions>
+}
+
+/** Every route's URL pattern as a regular expression, for the 405 check. */
+function patternOf(url: string): RegExp {
+  const escaped = url.split('/').map((part) => {
+    if (part === '*') return '.*'
+    if (part.startsWith(':')) return '[^/]+'
+    return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  }).join('/')
+  return new RegExp(`^${escaped}$`)
+}
+
+/**
+ * Records every route's methods, so that a request the router does not match can be told
+ * apart: a known path with another method (405 + Allow) from an unknown path (404).
+ */
+export function trackRouteMethods(app: FastifyInstance): (path: string) => string[] {
+  const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>()
+  app.addHook('onRoute', (route) => {
+    let entry = routes.get(route.url)
+    if (entry === undefined) routes.set(route.url, entry = { pattern: patternOf(route.url), methods: new Set() })
+    for (const method of [route.method].flat()) entry.methods.add(method)
+  })
+  return (path) => {
+    const allowed = new Set<string>()
+    for (const { pattern, methods } of routes.values()) if (pattern.test(path)) for (const m of methods) allowed.add(m)
+    if (allowed.has('GET')) allowed.add('HEAD')
+    return [...allowed].sort()
+  }
+}
+
+/** 405 for a known path asked with a method it does not take; undefined when the path is unknown. */
+export function methodNotAllowed(allowedFor: (path: string) => string[], request: FastifyRequest): MethodNotAllowedError | undefined {
+  const path = request.url.split('?', 1)[0]!
+  const allow = allowedFor(path)
+  if (allow.length === 0) return undefined
+  return new MethodNotAllowedError(`${request.method} is not allowed on ${path}; use ${allow.join(', ')}`, allow)
+}
+
+/** Requests without a Host header (HTTP/1.1 requires one): refused before anything else runs. */
+export function requireHost(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  if (request.headers.host === undefined || request.headers.host === '') done(new ValidationError('the Host header is required'))
+  else done()
+}

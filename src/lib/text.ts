@@ -1,0 +1,56 @@
+/**
+ * What text the service accepts, in one place. Every string that reaches the database or a
+ * signed message is well-formed Unicode (no lone surrogates: PostgreSQL and SQLite would both
+ * store U+FFFD instead, so the value read back would differ from the one sent) and free of
+ * the characters that hide or reorder what a person reads: C0 and C1 controls, DEL, the
+ * line and paragraph separators, and the bidirectional embeddings, overrides and isolates
+ * (U+202A-U+202E, U+2066-U+2069; the "Trojan Source" characters). The left-to-right and
+ * right-to-left marks (U+200E, U+200F) stay allowed: right-to-left names need them.
+ *
+ * The patterns are JSON-schema `pattern`s, compiled with the `u` flag by both validators
+ * (Fastify's Ajv and TypeBox), where `[\ud800-\udfff]` matches only a lone surrogate.
+ */
+
+const FORBIDDEN_ALWAYS = '\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069\\ud800-\\udfff\\ufffe\\uffff'
+
+/** One line of text: a title, a name, a reference. No control character at all. */
+export const SINGLE_LINE = `^[^\\u0000-\\u001f${FORBIDDEN_ALWAYS}]*$`
+
+/** Free text: line breaks (\n, \r) and tabs allowed, no other control character. */
+export const MULTI_LINE = `^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f${FORBIDDEN_ALWAYS}]*$`
+
+/** A character of an e-mail address: not white space, not `@`, nothing SINGLE_LINE forbids. */
+const EMAIL_CHAR = `[^\\s@\\u0000-\\u001f${FORBIDDEN_ALWAYS}]`
+
+/**
+ * `local@domain.tld`: the local part at most 64 characters (RFC 5321), internationalised
+ * addresses (RFC 6531) allowed, so letters of any script are; the whole bounded by the schema.
+ */
+export const EMAIL = `^${EMAIL_CHAR}{1,64}@${EMAIL_CHAR}+\\.${EMAIL_CHAR}+$`
+
+/** An http(s) URL as the contract writes it (`^https?://`), with no white space or control character. */
+export const HTTP_URL = `^https?:\\/\\/${EMAIL_CHAR.replace('@', '')}*$`
+
+/** What each pattern asks, in words, for error messages (a regular expression is no answer for a person). */
+export const PATTERN_WORDS: Record<string, string> = {
+  [SINGLE_LINE]: 'must be one line of text without control or bidirectional-override characters',
+  [MULTI_LINE]: 'must be text without control characters other than line breaks and tabs, and without bidirectional overrides',
+  [EMAIL]: 'must be an e-mail address (local@domain.tld) without white space or control characters',
+  [HTTP_URL]: 'must be an http:// or https:// URL without white space or control characters',
+}
+
+const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u')
+
+/** True when `text` is one line of acceptable text (see SINGLE_LINE). */
+export function isSingleLine(text: string): boolean {
+  return SINGLE_LINE_RE.test(text)
+}
+
+/**
+ * True when `text` can be sent to either database as a key and come back the same: no NUL
+ * (PostgreSQL rejects it in text) and no lone surrogate (stored as U+FFFD). A key failing
+ * this cannot equal any stored key, all of which passed the schemas above.
+ */
+export function isStorableKey(text: string): boolean {
+  return !text.includes('\u0000') && text.isWellFormed()
+}
