@@ -64,12 +64,19 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return send(reply, request, 500, 'INTERNAL', 'internal error')
   })
 
-  app.setNotFoundHandler((request, reply) => {
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
     const wrongMethod = methodNotAllowed(allowedMethods, request)
     if (wrongMethod !== undefined) {
       reply.header('allow', wrongMethod.allow.join(', '))
       return send(reply, request, 405, wrongMethod.code, wrongMethod.message)
     }
     return send(reply, request, 404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)
+  }
+  // Answered before the body is read: no route means nothing to parse it for (a wrong method
+  // with a malformed or huge body is still a 405, and costs nothing).
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) noRoute(request, reply)
+    else done()
   })
+  app.setNotFoundHandler(noRoute)
 }

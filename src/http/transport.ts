@@ -57,7 +57,7 @@ export function transportOptions(limits: TransportLimits): Partial<FastifyServer
     frameworkErrors: (err: Error, request: FastifyRequest, reply: FastifyReply) => {
       // FST_ERR_BAD_URL and the like: the URL could not be decoded. No route matched, so the
       // app's error handler is not in reach: the body is written here.
-      reply.status(400).type('application/json; charset=utf-8')
+      reply.status(400).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
         .send(JSON.stringify(errorBody('INVALID_REQUEST', `the request URL is malformed (${err.message})`, String(request.id))))
     },
   } as Partial<FastifyServerOptions>

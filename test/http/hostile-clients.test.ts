@@ -151,4 +151,35 @@ describe('HEAD and wrong methods', () => {
     }
     assertError(await h.app.inject({ method: 'GET', url: '/numsys/no-such-route' }), 404, 'NOT_FOUND')
   })
+
+  test('405 and 404 are decided before the body is parsed (found by the fuzz suite)', async () => {
+    for (const [contentType, payload] of [['application/json', '{'], ['text/weird', 'x'], ['application/json', 'x'.repeat(100_000)]]) {
+      const res = await h.app.inject({ method: 'PATCH', url: '/numsys/approval-cancel', headers: { 'content-type': contentType! }, payload })
+      assertError(res, 405, 'METHOD_NOT_ALLOWED')
+      assertError(await h.app.inject({ method: 'POST', url: '/numsys/nothing-here', headers: { 'content-type': contentType! }, payload }), 404, 'NOT_FOUND')
+    }
+  })
+
+  test('a URL that does not decode: 400 in the error shape, with x-request-id', async () => {
+    assertError(await h.app.inject({ method: 'POST', url: '/numsys/approval-cancel%ZZ', headers: { 'content-type': 'application/json' }, payload: '{}' }), 400, 'INVALID_REQUEST')
+  })
+})
+
+describe('NDJSON is the usage route\'s alone, and only by its content type (found by the fuzz suite)', () => {
+  test('the node routes answer NDJSON with 415', async () => {
+    for (const url of ['/api/v1/admin/gateways', '/api/v1/admin/wifi-nodes']) {
+      const res = await h.app.inject({ method: 'PUT', url, headers: { 'x-api-key': key, 'content-type': 'application/x-ndjson' }, payload: '[]' })
+      assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE')
+    }
+  })
+
+  test('a JSON string sent as application/json to the usage route is a 400, not NDJSON, and stores nothing', async () => {
+    const line = JSON.stringify({ sessionId: 'json-string', network: 'gateway', nodeUid: 'n1', clientId: 'c1', start: Date.now() - 60_000, end: Date.now() - 1000, bytesUp: 1, bytesDown: 2 })
+    const before = await snapshot()
+    for (const payload of [JSON.stringify(line), '""']) {
+      const res = await h.app.inject({ method: 'POST', url: '/api/v1/admin/usage', headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload })
+      assertError(res, 400, 'INVALID_REQUEST')
+    }
+    assert.equal(await snapshot(), before)
+  })
 })

@@ -39,8 +39,6 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
   const guard = requireScope(service, 'admin')
   const hashClient = createClientHasher(service.secret)
 
-  app.addContentTypeParser('application/x-ndjson', { parseAs: 'string', bodyLimit: USAGE_BODY_LIMIT }, (_request, body, done) => done(null, body))
-
   app.put('/api/v1/admin/gateways', {
     onRequest: guard,
     bodyLimit: NODES_BODY_LIMIT,
@@ -68,54 +66,60 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
     },
   }, async (request) => ({ upserted: await upsertWifiNodes(service.db, request.body) }))
 
-  app.post('/api/v1/admin/usage', {
-    onRequest: guard,
-    bodyLimit: USAGE_BODY_LIMIT,
-    // Sessions are checked one by one in the handler, so that a rejected batch lists every
-    // bad line; the schema below documents them.
-    validatorCompiler: () => () => true,
-    schema: {
-      tags: ['statistics admin'],
-      summary: 'Ingest usage sessions',
-      description: `A JSON array, or NDJSON (Content-Type: application/x-ndjson, one session per line), of at most ${MAX_BATCH} ` +
-        'sessions (413 beyond). The batch is stored whole or not at all: with any bad session, 400 lists every bad one ' +
-        '(index = array position or 0-based line). Idempotent: a session already stored (same sessionId and start) is ' +
-        'counted in `duplicates` and changes nothing. start/end: ISO 8601 with a zone, or epoch ms; start at most 5 minutes ' +
-        'ahead of the server clock; end >= start. clientId is stored only as a keyed hash.',
-      security: API_KEY_SECURITY,
-      body: {
-        content: {
-          'application/json': { schema: UsageBatch },
-          'application/x-ndjson': { schema: Type.String({ description: 'one session (JSON object) per line' }) },
+  // NDJSON on this route only: the parser lives in a context of its own (Fastify encapsulation),
+  // so the node routes keep answering 415 to it.
+  await app.register(async (usage) => {
+    usage.addContentTypeParser('application/x-ndjson', { parseAs: 'string', bodyLimit: USAGE_BODY_LIMIT }, (_request, body, done) => done(null, body))
+    usage.withTypeProvider<TypeBoxTypeProvider>().post('/api/v1/admin/usage', {
+      onRequest: guard,
+      bodyLimit: USAGE_BODY_LIMIT,
+      // Sessions are checked one by one in the handler, so that a rejected batch lists every
+      // bad line; the schema below documents them.
+      validatorCompiler: () => () => true,
+      schema: {
+        tags: ['statistics admin'],
+        summary: 'Ingest usage sessions',
+        description: `A JSON array, or NDJSON (Content-Type: application/x-ndjson, one session per line), of at most ${MAX_BATCH} ` +
+          'sessions (413 beyond). The batch is stored whole or not at all: with any bad session, 400 lists every bad one ' +
+          '(index = array position or 0-based line). Idempotent: a session already stored (same sessionId and start) is ' +
+          'counted in `duplicates` and changes nothing. start/end: ISO 8601 with a zone, or epoch ms; start at most 5 minutes ' +
+          'ahead of the server clock; end >= start. clientId is stored only as a keyed hash.',
+        security: API_KEY_SECURITY,
+        body: {
+          content: {
+            'application/json': { schema: UsageBatch },
+            'application/x-ndjson': { schema: Type.String({ description: 'one session (JSON object) per line' }) },
+          },
         },
+        response: withErrors({ 200: UsageIngested, 400: UsageRejected }),
       },
-      response: withErrors({ 200: UsageIngested, 400: UsageRejected }),
-    },
-  }, async (request, reply) => {
-    const body: unknown = request.body
-    let values: unknown[]
-    let indexOf = (i: number) => i
-    let parseErrors: { index: number; reason: string }[] = []
-    if (typeof body === 'string') {
-      const parsed = ndjsonValues(body)
-      values = parsed.values
-      parseErrors = parsed.errors
-      indexOf = (i) => parsed.lines[i]!
-    } else if (Array.isArray(body)) {
-      values = body
-    } else {
-      throw new ValidationError('body must be a JSON array of sessions, or NDJSON with Content-Type application/x-ndjson')
-    }
-    if (values.length + parseErrors.length > MAX_BATCH) throw new PayloadTooLargeError(`at most ${MAX_BATCH} sessions per request`)
-    const { sessions, errors } = checkBatch(values, Date.now())
-    const all = [...parseErrors, ...errors.map((e) => ({ index: indexOf(e.index), reason: e.reason }))].sort((a, b) => a.index - b.index)
-    if (all.length > 0) {
-      const text = `${all.length} invalid session${all.length === 1 ? '' : 's'}; nothing was stored (first: #${all[0]!.index}: ${all[0]!.reason})`
-      return reply.code(400).send({
-        success: false, code: 'INVALID_REQUEST', error: text, message: text, requestId: String(request.id),
-        errors: all.slice(0, REPORTED_ERRORS),
-      })
-    }
-    return ingestSessions(service.db, hashClient, sessions)
+    }, async (request, reply) => {
+      const body: unknown = request.body
+      let values: unknown[]
+      let indexOf = (i: number) => i
+      let parseErrors: { index: number; reason: string }[] = []
+      // The content type decides, not the value: a JSON string is not NDJSON.
+      if (/^application\/x-ndjson\b/i.test(request.headers['content-type'] ?? '') && typeof body === 'string') {
+        const parsed = ndjsonValues(body)
+        values = parsed.values
+        parseErrors = parsed.errors
+        indexOf = (i) => parsed.lines[i]!
+      } else if (Array.isArray(body)) {
+        values = body
+      } else {
+        throw new ValidationError('body must be a JSON array of sessions, or NDJSON with Content-Type application/x-ndjson')
+      }
+      if (values.length + parseErrors.length > MAX_BATCH) throw new PayloadTooLargeError(`at most ${MAX_BATCH} sessions per request`)
+      const { sessions, errors } = checkBatch(values, Date.now())
+      const all = [...parseErrors, ...errors.map((e) => ({ index: indexOf(e.index), reason: e.reason }))].sort((a, b) => a.index - b.index)
+      if (all.length > 0) {
+        const text = `${all.length} invalid session${all.length === 1 ? '' : 's'}; nothing was stored (first: #${all[0]!.index}: ${all[0]!.reason})`
+        return reply.code(400).send({
+          success: false, code: 'INVALID_REQUEST', error: text, message: text, requestId: String(request.id),
+          errors: all.slice(0, REPORTED_ERRORS),
+        })
+      }
+      return ingestSessions(service.db, hashClient, sessions)
+    })
   })
 }

@@ -1,0 +1,63 @@
+/**
+ * A few real things to point generated requests at, so that the routes answer 2xx part of
+ * the time instead of only 404: registered numbers, their tokens, approvals of both methods
+ * with a valid proof each, a ledger approval signature, periods with data. They are offered to
+ * the generators as records of correlated field values, matched by property name.
+ */
+import { ledgerApproveMessage } from '../../src/ledger/approve.ts'
+import { revokeApiKey } from '../../src/keys/api-keys.ts'
+import type { Harness } from '../helpers.ts'
+import { approvalBody, createApproval, ledgerApprove, newKeypair, ownedToken, register, signApproval } from '../support/kns.ts'
+import type { FixtureRecord } from './json-schema.ts'
+import { isoInZone } from './json-schema.ts'
+
+export interface Fixtures {
+  /** Holds every scope. */
+  apiKey: string
+  revokedKey: string
+  records: FixtureRecord[]
+}
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+
+export async function seedFixtures(h: Harness): Promise<Fixtures> {
+  const apiKey = await h.key()
+  const revokedKey = await h.key()
+  await revokeApiKey(h.service.db, revokedKey.split('_')[1]!)
+
+  // A number whose token is held by a key pair we have: its approvals can be proven.
+  const owner = newKeypair()
+  const held = await ownedToken(h, owner)
+  // A number registered through the API: its token belongs to its zkLogin address.
+  const user = await register(h)
+  const userToken = await h.service.db.get<{ object_id: string }>('SELECT object_id FROM numbers WHERE phone = $1', [user.phoneNumber])
+
+  const signed = await createApproval(h, apiKey, approvalBody({ phoneNumber: held.phoneNumber }, { method: 'sign' }))
+  const signature = (await signApproval(h, owner, signed))
+  const event = await createApproval(h, apiKey, approvalBody({ objectId: held.objectId }, { method: 'event' }))
+  const approved = await ledgerApprove(h, owner, held.objectId, event)
+  if (approved.statusCode !== 200) throw new Error(`fixture ledger approval failed: ${approved.body}`)
+  const digest = (approved.json() as { digest: string }).digest
+  const pending = await createApproval(h, apiKey, approvalBody({ phoneNumber: user.phoneNumber }))
+  const ledgerRef = `fuzz-ledger-${Date.now()}`
+  const ledgerSignature = (await owner.signPersonalMessage(new TextEncoder().encode(ledgerApproveMessage(held.objectId, ledgerRef)))).signature
+
+  const now = Date.now()
+  const iso = (ms: number, zone = 'Z') => isoInZone(new Date(ms), zone, true)
+  const records: FixtureRecord[] = [
+    { phoneNumber: held.phoneNumber, objectId: held.objectId, origTN: held.phoneNumber },
+    { phoneNumber: user.phoneNumber, email: user.email, objectId: userToken?.object_id },
+    { approvalNumber: signed, ref: signed, signature },
+    { approvalNumber: event, ref: event, digest },
+    { approvalNumber: pending, ref: pending },
+    { objectId: held.objectId, ref: ledgerRef, signature: ledgerSignature },
+    // Periods (statistics) and session times (ingestion): past, ordered, in both notations.
+    { start: iso(now - 7 * DAY), end: iso(now) },
+    { start: iso(now - 400 * DAY, '+02:00'), end: iso(now - 10 * DAY, '-05:00') },
+    { start: iso(now - 2 * HOUR), end: iso(now - HOUR) },
+    { start: now - 3 * DAY, end: now - 3 * DAY + 60_000 },
+    { start: '2024-02-29T23:30:00+05:30', end: '2024-03-01T00:10:00Z' },
+  ]
+  return { apiKey, revokedKey, records }
+}
