@@ -60,6 +60,12 @@ export interface Config {
   headersTimeoutMs: number
   /** An idle keep-alive connection is closed after this many ms. */
   keepAliveTimeoutMs: number
+  /** PostgreSQL: longest wait for a connection. */
+  databaseConnectTimeoutMs: number
+  /** PostgreSQL: longest wait for one statement's answer; undefined = unset (servers 30 s, CLI commands no limit); 0 = no limit. */
+  databaseQueryTimeoutMs: number | undefined
+  /** With REDIS_URL: longest wait for Redis per rate-limit decision. */
+  redisCommandTimeoutMs: number
 }
 
 type Env = Record<string, string | undefined>
@@ -151,5 +157,8 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 5_000, 100, 600_000),
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 600_000),
+    databaseConnectTimeoutMs: int(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 1, 3_600_000),
+    databaseQueryTimeoutMs: env.DATABASE_QUERY_TIMEOUT_MS ? int(env, 'DATABASE_QUERY_TIMEOUT_MS', 0, 0, 3_600_000) : undefined,
+    redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 250, 1, 60_000),
   }
 }

@@ -95,7 +95,7 @@ export interface OpenOptions {
 }
 
 export async function openService(config: Config, options: OpenOptions = {}): Promise<Service> {
-  const db = openDatabase(config)
+  const db = openDatabase(config, options.role ?? 'server')
   try {
     if (options.migrate !== false) await migrate(db)
     const secret = await resolveServerSecret(db, config.knsSecret)
@@ -103,7 +103,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const warnings: string[] = []
     await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
     const ledger = options.ledger ?? createLedger(config, db)
-    const rateLimiter = createRateLimiter(config.redisUrl)
+    const rateLimiter = createRateLimiter(config.redisUrl, config.redisCommandTimeoutMs)
     // Caches that other processes' writes invalidate need the change signal; a process that
     // does not watch (a one-shot CLI command) does not cache what it cannot invalidate.
     const changes = options.watchChanges === false ? null : new ChangeWatcher(db, [CALLER_TOPIC, LEDGER_TOPIC])

@@ -117,7 +117,7 @@ export async function main(argv: string[]): Promise<number> {
     loadDotEnv()
     const config = loadConfig()
     if (command === 'migrate') {
-      const db = openDatabase(config)
+      const db = openDatabase(config, 'tool')
       try {
         const applied = await migrate(db)
         const version = await schemaVersion(db)

@@ -44,7 +44,7 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
 
   async start(): Promise<void> {
     this.#versions = await this.#readVersions()
-    if (this.#db instanceof PostgresDatabase) await this.#listen(this.#db.connectionString)
+    if (this.#db instanceof PostgresDatabase) await this.#listen(this.#db)
     // Polling also runs on PostgreSQL, slower: the safety net while LISTEN reconnects.
     const every = this.#db.engine === 'sqlite' ? POLL_MS : POLL_MS * 5
     this.#timer = setInterval(() => { this.#poll().catch(() => {}) }, every)
@@ -55,22 +55,44 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
     for (const topic of this.#topics) this.emit('change', topic, null)
   }
 
-  async #listen(connectionString: string): Promise<void> {
-    const client = new pg.Client({ connectionString, application_name: 'kns-listen' })
+  /** After the LISTEN connection was lost: try again every second until it is back (or closed). */
+  #relisten(db: PostgresDatabase): void {
+    if (this.#closed) return
+    setTimeout(() => { if (!this.#closed) this.#listen(db).catch(() => this.#relisten(db)) }, 1000).unref()
+  }
+
+  async #listen(db: PostgresDatabase): Promise<void> {
+    // The pool's connect timeout: a server that accepts and never answers must not hold the retries up.
+    const client = new pg.Client({ connectionString: db.connectionString, application_name: 'kns-listen', connectionTimeoutMillis: db.timeouts.connectMs })
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || message.payload === undefined) return
       const split = message.payload.indexOf('\n')
       const topic = message.payload.slice(0, split)
       if (this.#topics.has(topic)) this.emit('change', topic, message.payload.slice(split + 1))
     })
+    let listening = false
     client.on('error', () => {
+      // Before LISTEN succeeded, the failure rejects connect() or query() below instead.
+      if (!listening) return
+      listening = false
       // Notifications may have been missed while the connection was failing.
       this.#client = undefined
       this.#flushAll()
-      if (!this.#closed) setTimeout(() => { this.#listen(connectionString).catch(() => {}) }, 1000).unref()
+      client.end().catch(() => {})
+      this.#relisten(db)
     })
-    await client.connect()
-    await client.query(`LISTEN ${CHANNEL}`)
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${CHANNEL}`)
+    } catch (err) {
+      client.end().catch(() => {})
+      throw err
+    }
+    if (this.#closed) {
+      await client.end().catch(() => {})
+      return
+    }
+    listening = true
     this.#client = client
   }
 

@@ -5,6 +5,7 @@ import pg from 'pg'
 import { parseIntoClientConfig } from 'pg-connection-string'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Database, Executor, Row } from './engine.ts'
+import { isDatabaseUnavailable } from './unavailable.ts'
 
 // BIGINT (epoch ms, counters) as JS numbers: every value we store fits in 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v))
@@ -41,13 +42,13 @@ function executor(client: pg.Pool | pg.PoolClient): Executor {
     },
     async copyFrom(sql: string, data: string) {
       // A pool hands out a connection per query: COPY needs one for its whole stream.
-      const connection = client instanceof pg.Pool ? await client.connect() : client
-      try {
-        const stream = connection.query(copyFrom(sql))
-        await pipeline(Readable.from([data]), stream)
-      } finally {
-        if (connection !== client) (connection as pg.PoolClient).release()
+      if (!(client instanceof pg.Pool)) {
+        await pipeline(Readable.from([data]), client.query(copyFrom(sql)))
+        return
       }
+      await withCheckedOut(await client.connect(), async (connection) => {
+        await pipeline(Readable.from([data]), connection.query(copyFrom(sql)))
+      })
     },
   }
 }
@@ -63,24 +64,80 @@ export function withServerSetting(connectionString: string, setting: string, env
   return { ...config, options: given ? `${given} -c ${setting}` : `-c ${setting}` }
 }
 
+/**
+ * A connection taken out of the pool for several statements. While it is out, the pool does
+ * not listen to it: a connection lost between two statements (PostgreSQL restarting) would
+ * be emitted as an 'error' event nobody handles, which ends the process. The statement that
+ * fails reports it. A connection that failed as unreachable (lost, or a statement past its
+ * timeout, whose answer may still come) is dropped, not handed to the next request.
+ */
+async function withCheckedOut<T>(client: pg.PoolClient, fn: (client: pg.PoolClient, drop: () => void) => Promise<T>): Promise<T> {
+  const ignore = () => {}
+  client.on('error', ignore)
+  let broken = false
+  try {
+    return await fn(client, () => { broken = true })
+  } catch (err) {
+    broken ||= isDatabaseUnavailable(err)
+    throw err
+  } finally {
+    client.off('error', ignore)
+    client.release(broken)
+  }
+}
+
+/** How long the service waits for PostgreSQL: see DATABASE_CONNECT_TIMEOUT_MS and DATABASE_QUERY_TIMEOUT_MS in the README. */
+export interface PostgresTimeouts {
+  /** For a connection: a free one from the pool, or a new one opened and started. */
+  connectMs: number
+  /** For the answer to one statement; 0 = no limit. */
+  queryMs: number
+}
+
+/** A server's statements are bounded by default; a CLI command (an import, a migration) waits as long as its statements take. */
+export const SERVER_QUERY_TIMEOUT_MS = 30_000
+
+export function postgresTimeouts(config: { databaseConnectTimeoutMs: number; databaseQueryTimeoutMs: number | undefined }, role: 'server' | 'tool'): PostgresTimeouts {
+  return {
+    connectMs: config.databaseConnectTimeoutMs,
+    queryMs: config.databaseQueryTimeoutMs ?? (role === 'server' ? SERVER_QUERY_TIMEOUT_MS : 0),
+  }
+}
+
+/** /readyz must answer quickly, whatever statements may take. */
+const PING_TIMEOUT_MS = 2000
+
 export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const
   readonly pool: pg.Pool
   /** For connections outside the pool (LISTEN). */
   readonly connectionString: string
   readonly #executor: Executor
+  readonly timeouts: PostgresTimeouts
   readonly #isAsyncCommit: boolean
   #asyncCommit: PostgresDatabase | undefined
   #closed = false
 
-  constructor(connectionString: string, options: { max?: number; asyncCommit?: boolean } = {}) {
+  constructor(connectionString: string, options: { max?: number; asyncCommit?: boolean; timeouts?: PostgresTimeouts } = {}) {
     this.connectionString = connectionString
     this.#isAsyncCommit = options.asyncCommit === true
+    this.timeouts = options.timeouts ?? { connectMs: 5000, queryMs: 0 }
     const max = options.max ?? 10
+    // pg waits forever by default: for a free connection, for a server that accepts the TCP
+    // connection but never answers, and for a statement's answer. Bounded, a request fails
+    // with 503 DATABASE_UNAVAILABLE instead of hanging while PostgreSQL is down or stuck.
+    // Keepalive finds idle connections to a server that vanished without closing them.
+    const limits: pg.PoolConfig = {
+      max,
+      connectionTimeoutMillis: this.timeouts.connectMs,
+      ...(this.timeouts.queryMs > 0 ? { query_timeout: this.timeouts.queryMs } : {}),
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    }
     // The setting as a startup parameter: in force before the first statement, at no extra round trip.
     this.pool = new pg.Pool(this.#isAsyncCommit
-      ? { application_name: 'kns-async', ...withServerSetting(connectionString, 'synchronous_commit=off'), max }
-      : { connectionString, max, application_name: 'kns' })
+      ? { application_name: 'kns-async', ...withServerSetting(connectionString, 'synchronous_commit=off'), ...limits }
+      : { connectionString, application_name: 'kns', ...limits })
     // An idle client losing its connection must not crash the process.
     this.pool.on('error', () => {})
     this.#executor = executor(this.pool)
@@ -90,7 +147,7 @@ export class PostgresDatabase implements Database {
   get asyncCommit(): PostgresDatabase {
     if (this.#isAsyncCommit) return this
     if (this.#closed) throw new Error('the database is closed')
-    this.#asyncCommit ??= new PostgresDatabase(this.connectionString, { max: 4, asyncCommit: true })
+    this.#asyncCommit ??= new PostgresDatabase(this.connectionString, { max: 4, asyncCommit: true, timeouts: this.timeouts })
     return this.#asyncCommit
   }
 
@@ -99,18 +156,20 @@ export class PostgresDatabase implements Database {
   run(sql: string, params?: readonly unknown[]): Promise<number> { return this.#executor.run(sql, params) }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect()
-    try {
-      await client.query('BEGIN')
-      const result = await fn(executor(client))
-      await client.query('COMMIT')
-      return result
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    return withCheckedOut(await this.pool.connect(), async (client, drop) => {
+      try {
+        await client.query('BEGIN')
+        const result = await fn(executor(client))
+        await client.query('COMMIT')
+        return result
+      } catch (err) {
+        // A lost connection has rolled back already (and a ROLLBACK would wait behind a
+        // statement past its timeout): it is dropped instead. Any other failure rolls back
+        // here; if even that fails, the connection is dropped too.
+        if (!isDatabaseUnavailable(err)) await client.query('ROLLBACK').catch(drop)
+        throw err
+      }
+    })
   }
 
   async exec(sql: string): Promise<void> {
@@ -118,7 +177,8 @@ export class PostgresDatabase implements Database {
   }
 
   async ping(): Promise<void> {
-    await this.pool.query('SELECT 1')
+    const limit = this.timeouts.queryMs > 0 ? Math.min(PING_TIMEOUT_MS, this.timeouts.queryMs) : PING_TIMEOUT_MS
+    await this.pool.query({ text: 'SELECT 1', query_timeout: limit } as pg.QueryConfig)
   }
 
   async close(): Promise<void> {

@@ -13,15 +13,10 @@ declare module 'fastify' {
 /** Bucket depth: a key may burst to twice its per-second rate. */
 const BURST_FACTOR = 2
 
-async function limit(service: Service, request: FastifyRequest, bucket: string, rate: number): Promise<void> {
-  let decision
-  try {
-    decision = await service.rateLimiter.take(bucket, rate, rate * BURST_FACTOR)
-  } catch (err) {
-    // A shared limiter that is down must not take the API down with it: fail open, loudly.
-    request.log.warn({ err }, 'rate limiter unavailable; request allowed')
-    return
-  }
+async function limit(service: Service, _request: FastifyRequest, bucket: string, rate: number): Promise<void> {
+  // Never rejects: a shared limiter that cannot reach Redis decides in process instead (see
+  // RedisRateLimiter), so the limits hold and the API stays up; observability logs the switch.
+  const decision = await service.rateLimiter.take(bucket, rate, rate * BURST_FACTOR)
   if (!decision.allowed) throw new RateLimitedError(`rate limit exceeded; retry in ${decision.retryAfterS} s`, decision.retryAfterS)
 }
 

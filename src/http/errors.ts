@@ -37,19 +37,38 @@ function describeValidation(err: FastifyError): { field?: string; text: string }
  * One JSON error shape for every endpoint. The caller's mistakes get their 4xx; anything
  * else is logged with its stack and answered as a bare 500, never leaking internals.
  */
+/**
+ * While the database is down, every request fails the same way: one warning a second at
+ * most, with how many failed since the last one, instead of a line (and a stack) per request.
+ */
+class OutageLog {
+  #lastAt = -Infinity
+  #since = 0
+
+  report(request: FastifyRequest, err: unknown): void {
+    this.#since++
+    const now = performance.now()
+    if (now - this.#lastAt < 1000) return
+    request.log.warn({ err, failedRequests: this.#since }, 'database unavailable: answering 503')
+    this.#lastAt = now
+    this.#since = 0
+  }
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   const allowedMethods = trackRouteMethods(app)
+  const outageLog = new OutageLog()
   app.setErrorHandler((caught: FastifyError, request, reply) => {
     let err = caught
     if (!(err instanceof KnsError) && isDatabaseUnavailable(err)) {
-      request.log.warn({ err }, 'database unavailable')
+      outageLog.report(request, err)
       err = new DatabaseUnavailableError('the database is unavailable; retry shortly') as unknown as FastifyError
     }
     if (err instanceof KnsError) {
       if (err instanceof RateLimitedError) reply.header('retry-after', String(err.retryAfterS))
       if (err instanceof MethodNotAllowedError) reply.header('allow', err.allow.join(', '))
       if (err instanceof DatabaseUnavailableError) reply.header('retry-after', '1')
-      if (err.status >= 500) request.log.error({ err }, 'request failed')
+      if (err.status >= 500 && !(err instanceof DatabaseUnavailableError)) request.log.error({ err }, 'request failed')
       return send(reply, request, err.status, err.code, err.message, err.field)
     }
     if (err.validation !== undefined) {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { RedisRateLimiter } from '../lib/rate-limiter.ts'
 import type { Service } from '../service.ts'
 
 /** /healthz (process alive), /readyz (database reachable) and Prometheus /metrics. */
@@ -14,6 +15,8 @@ export function registerObservability(app: FastifyInstance, service: Service): v
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   })
+
+  watchRateLimiter(app, service, registry)
 
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: bounded label values, no secrets from queries.
@@ -39,5 +42,45 @@ export function registerObservability(app: FastifyInstance, service: Service): v
   app.get('/metrics', { schema: hidden }, async (_request, reply) => {
     reply.type(registry.contentType)
     return registry.metrics()
+  })
+}
+
+/**
+ * The shared (Redis) rate limiter's fallback: a warning on each switch (to in-process limits
+ * and back), `kns_rate_limiter_fallback` (1 while in process) and the decisions taken in
+ * process. With the in-process limiter only (no REDIS_URL), the gauge stays 0 and the counter has no series.
+ */
+function watchRateLimiter(app: FastifyInstance, service: Service, registry: Registry): void {
+  const limiter = service.rateLimiter instanceof RedisRateLimiter ? service.rateLimiter : undefined
+  new Gauge({
+    name: 'kns_rate_limiter_fallback',
+    help: '1 while the shared rate limiter (Redis) is unreachable and limits are enforced per process, else 0',
+    registers: [registry],
+    collect() { this.set(limiter?.fallback === true ? 1 : 0) },
+  })
+  const reported = { allowed: 0, limited: 0 }
+  new Counter({
+    name: 'kns_rate_limiter_fallback_decisions_total',
+    help: 'Rate-limit decisions taken in process because the shared rate limiter (Redis) was unreachable, by result',
+    labelNames: ['result'] as const,
+    registers: [registry],
+    collect() {
+      if (limiter === undefined) return
+      for (const result of ['allowed', 'limited'] as const) {
+        this.inc({ result }, limiter.fallbackDecisions[result] - reported[result])
+        reported[result] = limiter.fallbackDecisions[result]
+      }
+    },
+  })
+  if (limiter === undefined) return
+  const log = (fallback: boolean, cause: unknown) => {
+    if (fallback) app.log.warn({ err: cause }, 'rate limiter: Redis unreachable; limits are enforced per process until it is back')
+    else app.log.warn('rate limiter: Redis reachable again; limits are shared again')
+  }
+  if (limiter.fallback) log(true, limiter.fallbackCause)
+  limiter.on('fallback', log)
+  app.addHook('onClose', (_instance, done) => {
+    limiter.off('fallback', log)
+    done()
   })
 }

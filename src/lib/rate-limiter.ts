@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events'
 import { Redis } from 'ioredis'
 
 export interface RateDecision {
@@ -70,24 +71,122 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {allowed, wait}
 `
 
-export class RedisRateLimiter implements RateLimiter {
-  readonly #redis: Redis
+/** How long a request may wait for Redis before it is decided in process (REDIS_COMMAND_TIMEOUT_MS). */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 250
+/** While Redis answers no command, one request per this period tries it again (the others do not wait). */
+const RETRY_SHARED_MS = 1000
 
-  constructor(url: string) {
-    this.#redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true })
-    this.#redis.on('error', () => {})
+export interface RedisRateLimiterEvents {
+  /** `fallback` true: Redis became unusable and decisions are taken in process; false: shared again. */
+  fallback: [fallback: boolean, cause: unknown]
+}
+
+/**
+ * The token buckets in Redis, shared by every service process. Redis being down or stuck
+ * must neither take the API down nor switch the limits off: then each process decides with an
+ * in-process limiter of the same rates (so N processes allow up to N times the rate), until
+ * Redis answers again. No request waits for a Redis that is not connected (no offline queue),
+ * nor longer than the command timeout for one that stopped answering; and once Redis has
+ * failed, only one request per second tries it again. The switches are announced with the
+ * `fallback` event (logged and exposed as metrics by the HTTP layer).
+ */
+export class RedisRateLimiter extends EventEmitter<RedisRateLimiterEvents> implements RateLimiter {
+  readonly #redis: Redis
+  readonly #local = new MemoryRateLimiter()
+  #fallback = false
+  #lastError: unknown
+  /** While in fallback with Redis connected: when a request may try Redis again, and whether one is. */
+  #retryAt = 0
+  #probing = false
+  #closing = false
+  readonly #commandTimeoutMs: number
+  /** Until the first connection is made or fails: the first requests wait for it (at most the command timeout). */
+  #firstConnection: Promise<void> | undefined
+  /** Decisions taken in process because Redis could not be used, since start. */
+  readonly fallbackDecisions = { allowed: 0, limited: 0 }
+
+  constructor(url: string, options: { commandTimeoutMs?: number } = {}) {
+    super()
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS
+    this.#redis = new Redis(url, {
+      commandTimeout: this.#commandTimeoutMs,
+      // Fail at once rather than queue while disconnected; a take lost with its connection is
+      // not sent again after the reconnect (it was answered from the fallback meanwhile).
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      connectTimeout: 2000,
+      // Reconnect at most a second apart, so the shared limits resume soon after Redis does.
+      retryStrategy: (times) => Math.min(times * 100, 1000),
+    })
+    this.#redis.on('error', (err) => { this.#lastError = err })
+    this.#redis.on('close', () => { if (!this.#closing) this.#setFallback(true, this.#lastError ?? new Error('connection to Redis closed')) })
+    this.#redis.on('ready', () => this.#setFallback(false, undefined))
+    this.#firstConnection = new Promise<void>((resolve) => {
+      const settled = () => {
+        this.#firstConnection = undefined
+        this.#redis.off('ready', settled).off('close', settled)
+        resolve()
+      }
+      this.#redis.on('ready', settled).on('close', settled)
+    })
+  }
+
+  /** True while decisions are taken in process because Redis cannot be used. */
+  get fallback(): boolean {
+    return this.#fallback
+  }
+
+  /** Why Redis cannot be used, while `fallback`. */
+  get fallbackCause(): unknown {
+    return this.#fallback ? this.#lastError : undefined
   }
 
   async take(bucket: string, rate: number, burst: number): Promise<RateDecision> {
-    const [allowed, waitMs] = (await this.#redis.eval(TAKE_SCRIPT, 1, `kns:rl:${bucket}`, rate, burst)) as [number, number]
-    return allowed === 1 ? { allowed: true, retryAfterS: 0 } : { allowed: false, retryAfterS: Math.max(1, Math.ceil(waitMs / 1000)) }
+    if (this.#firstConnection !== undefined) await this.#startingUp(this.#firstConnection)
+    if (this.#redis.status === 'ready' && (!this.#fallback || (!this.#probing && performance.now() >= this.#retryAt))) {
+      const probe = this.#fallback
+      if (probe) this.#probing = true
+      try {
+        const [allowed, waitMs] = (await this.#redis.eval(TAKE_SCRIPT, 1, `kns:rl:${bucket}`, rate, burst)) as [number, number]
+        this.#setFallback(false, undefined)
+        return allowed === 1 ? { allowed: true, retryAfterS: 0 } : { allowed: false, retryAfterS: Math.max(1, Math.ceil(waitMs / 1000)) }
+      } catch (err) {
+        this.#retryAt = performance.now() + RETRY_SHARED_MS
+        this.#lastError = err
+        this.#setFallback(true, err)
+      } finally {
+        if (probe) this.#probing = false
+      }
+    }
+    // Not connected (also while the first connection is being made), failed, or waiting to retry.
+    const decision = await this.#local.take(bucket, rate, burst)
+    if (decision.allowed) this.fallbackDecisions.allowed++
+    else this.fallbackDecisions.limited++
+    return decision
+  }
+
+  async #startingUp(connection: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([connection, new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#commandTimeoutMs) })])
+    clearTimeout(timer)
+  }
+
+  #setFallback(fallback: boolean, cause: unknown): void {
+    if (fallback === this.#fallback) return
+    this.#fallback = fallback
+    if (!fallback) this.#lastError = undefined
+    this.emit('fallback', fallback, cause)
   }
 
   async close(): Promise<void> {
-    await this.#redis.quit().catch(() => {})
+    this.#closing = true
+    // quit() lets a connected Redis finish what it was sent; a stuck or absent one gets disconnect().
+    if (this.#redis.status === 'ready') await this.#redis.quit().catch(() => {})
+    this.#redis.disconnect()
   }
 }
 
-export function createRateLimiter(redisUrl: string | undefined): RateLimiter {
-  return redisUrl === undefined ? new MemoryRateLimiter() : new RedisRateLimiter(redisUrl)
+export function createRateLimiter(redisUrl: string | undefined, commandTimeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_MS): RateLimiter {
+  return redisUrl === undefined ? new MemoryRateLimiter() : new RedisRateLimiter(redisUrl, { commandTimeoutMs })
 }

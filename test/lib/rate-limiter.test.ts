@@ -168,12 +168,16 @@ describe('RedisRateLimiter', { skip: redisUp ? false : `no Redis at ${REDIS_URL}
   })
 })
 
-test('an unreachable Redis makes take() reject (the HTTP layer then fails open) instead of hanging', async () => {
+test('an unreachable Redis: take() is decided in process at once (limits still hold), never rejected', async () => {
   const limiter = new RedisRateLimiter('redis://127.0.0.1:1')
   try {
     const started = performance.now()
-    await assert.rejects(limiter.take(`test:${randomUUID()}`, 1, 1))
-    assert.ok(performance.now() - started < 5000)
+    const k = `test:${randomUUID()}`
+    assert.deepEqual(await limiter.take(k, 1, 1), ALLOWED)
+    assert.deepEqual(await limiter.take(k, 1, 1), { allowed: false, retryAfterS: 1 })
+    assert.ok(performance.now() - started < 1000)
+    assert.equal(limiter.fallback, true)
+    assert.deepEqual(limiter.fallbackDecisions, { allowed: 1, limited: 1 })
   } finally {
     await limiter.close()
   }
