@@ -100,8 +100,9 @@ export function methodNotAllowed(allowedFor: (path: string) => string[], request
   return new MethodNotAllowedError(`${request.method} is not allowed on ${path}; use ${allow.join(', ')}`, allow)
 }
 
-/** Requests without a Host header (HTTP/1.1 requires one): refused before anything else runs. */
+/** HTTP/1.1 requests without a Host header (RFC 9112 requires one; HTTP/1.0 may omit it): refused before anything else runs. */
 export function requireHost(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
-  if (request.headers.host === undefined || request.headers.host === '') done(new ValidationError('the Host header is required'))
+  const missing = request.headers.host === undefined || request.headers.host === ''
+  if (missing && request.raw.httpVersion !== '1.0') done(new ValidationError('the Host header is required'))
   else done()
 }
