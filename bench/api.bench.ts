@@ -34,7 +34,7 @@ import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVeri
 import { paced, stopPaced, summarizePaced, type PacedResult } from './caller-paced.ts'
 import { SERVER_NODE_FLAGS } from '../src/cli/node-flags.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
-import { areaAEndpoints, inPool, postgresDatabase, seed, sqliteDatabase, type BenchDatabase, type Engine } from './seed.ts'
+import { areaAEndpoints, postgresDatabase, seed, sqliteDatabase, walletSignatures, type BenchDatabase, type Engine } from './seed.ts'
 
 function envInt(name: string, fallback: number, min: number): number {
   const raw = process.env[name]
@@ -72,14 +72,18 @@ const log = (line: string) => process.stderr.write(`${line}\n`)
 // ---------------------------------------------------------------------------------------
 // Server children
 
-interface Target {
+export interface Target {
   port: number
+  /** The server child's process id (for its /proc entries). */
+  pid: number
   /** The server process's CPU time so far, µs (user + system, all threads). */
   cpu(): Promise<number>
+  /** V8 heap in use (bytes) and the longest event-loop delay since the last call (ms); one question at a time, like cpu(). */
+  vitals(): Promise<{ heapUsed: number; loopDelayMaxMs: number }>
   stop(): Promise<void>
 }
 
-async function startServer(label: string, mode: 'bare' | 'app', env: Record<string, string>): Promise<Target> {
+export async function startServer(label: string, mode: 'bare' | 'app', env: Record<string, string>): Promise<Target> {
   // Both started as `kns serve` starts (src/cli/node-flags.ts), so the ratio compares code, not V8 settings.
   const execArgv = [...SERVER_NODE_FLAGS, ...process.execArgv]
   if (CPU_PROF_DIR !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${label}.cpuprofile`)
@@ -97,9 +101,14 @@ async function startServer(label: string, mode: 'bare' | 'app', env: Record<stri
   void exited.then((code) => { if (crashed) log(`!! ${label} server exited unexpectedly (code ${code})`) })
   return {
     port,
+    pid: child.pid!,
     cpu: () => new Promise<number>((resolveCpu) => {
       child.once('message', (message) => resolveCpu((message as { cpuUs: number }).cpuUs))
       child.send('cpu')
+    }),
+    vitals: () => new Promise((resolveVitals) => {
+      child.once('message', (message) => resolveVitals(message as { heapUsed: number; loopDelayMaxMs: number }))
+      child.send('vitals')
     }),
     async stop() {
       crashed = false
@@ -161,7 +170,7 @@ interface Measurement extends Summary {
 }
 
 /** One request through fetch, so a broken setup fails with its response rather than a count. */
-async function preflight(port: number, endpoint: Endpoint): Promise<void> {
+export async function preflight(port: number, endpoint: Endpoint): Promise<void> {
   endpoint.prepare?.()
   const { path, body } = endpoint.next()
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: endpoint.method, headers: endpoint.headers, body })
@@ -281,14 +290,7 @@ async function benchEngine(db: BenchDatabase, refs: References): Promise<Measure
   const caller: CallerSeed = await seedCaller(db.env, CALLER_SIZES)
   const server = await startServer(`kns-${db.engine}`, 'app', db.env)
   try {
-    // Signatures over each approval's signMessage, as a wallet gets it from transaction_details.
-    const signed = await inPool(data.signRefs, 8, async (approvalNumber) => {
-      const response = await fetch(`http://127.0.0.1:${server.port}/numsys/transaction_details?ref=${approvalNumber}`)
-      if (!response.ok) throw new Error(`transaction_details ${approvalNumber}: ${response.status} ${await response.text()}`)
-      const { signMessage } = await response.json() as { signMessage: string }
-      const { signature } = await data.keypair.signPersonalMessage(new TextEncoder().encode(signMessage))
-      return { approvalNumber, signature }
-    })
+    const signed = await walletSignatures(server.port, data.keypair, data.signRefs)
     log(`-- ${db.engine}: seeded and signed in ${((Date.now() - started) / 1000).toFixed(1)} s; measuring`)
     const results: Measurement[] = []
     const all = [...areaAEndpoints(db.engine, data, signed), ...callerEndpoints(caller, log)]
@@ -399,11 +401,14 @@ async function main(): Promise<number> {
   return 0
 }
 
-try {
-  process.exitCode = await main()
-} catch (err) {
-  console.error(`bench failed: ${(err as Error).stack ?? err}`)
-  process.exitCode = 1
-} finally {
-  stopPaced()
+// Only when run itself: bench/soak.bench.ts imports startServer and preflight from here.
+if (import.meta.main) {
+  try {
+    process.exitCode = await main()
+  } catch (err) {
+    console.error(`bench failed: ${(err as Error).stack ?? err}`)
+    process.exitCode = 1
+  } finally {
+    stopPaced()
+  }
 }

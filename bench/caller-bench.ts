@@ -11,7 +11,7 @@ export const VERIFY_NAME = 'POST /numsys/call-signature-verification'
 export const LOOKUP_NAME = 'POST /numsys/object-id-lookup'
 
 /** Bodies are re-signed before a slice when older than this (CALL_MAX_AGE_S is 60 by default). */
-const RESIGN_AFTER_S = 30
+export const RESIGN_AFTER_S = 30
 
 /**
  * Both caller endpoints, rotating over every seeded number. Verification bodies are signed

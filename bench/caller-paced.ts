@@ -74,8 +74,8 @@ export interface PacedResult {
 
 interface Outstanding { sentAt: number }
 
-/** One keep-alive connection answering its requests in order (no pipelining: one at a time). */
-class Connection {
+/** One keep-alive connection answering its requests in order (no pipelining: one at a time). Also the soak benchmark's. */
+export class Connection {
   readonly socket: Socket
   #buffer: Buffer = Buffer.alloc(0)
   #current: Outstanding | undefined
@@ -117,7 +117,7 @@ class Connection {
   }
 }
 
-function open(port: number): Promise<Socket> {
+export function open(port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port })
     socket.once('connect', () => { socket.off('error', reject); resolve(socket) })

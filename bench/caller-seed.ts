@@ -106,16 +106,22 @@ async function bulkInsert(tx: Executor, into: string, rows: unknown[][]): Promis
  * server, so callers re-sign as bodies age.
  */
 export function signCalls(seed: CallerSeed, nowS = Math.floor(Date.now() / 1000)): string[] {
+  const signOne = callSigner(seed)
+  return seed.numbers.map((n) => signOne(n, nowS))
+}
+
+/** Signs one number's request body at a time (the soak benchmark re-signs each as it ages, not all at once). */
+export function callSigner(seed: CallerSeed): (n: CallerNumber, nowS: number) => string {
   const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
   const signers = seed.keystores.map((k) => ({
     key: createPrivateKey(k.privateKeyPem),
     header: b64({ alg: 'ES256', typ: 'passport', ppt: 'shaken', kid: k.keyId }),
   }))
-  return seed.numbers.map((n) => {
+  return (n, nowS) => {
     const signer = signers[n.keystore]!
     const payload = { attest: 'A', dest: { tn: [CALLER_DEST] }, iat: nowS, orig: { tn: n.phone }, origid: randomUUID() }
     const signingInput = `${signer.header}.${b64(payload)}`
     const signature = sign('sha256', Buffer.from(signingInput), { key: signer.key, dsaEncoding: 'ieee-p1363' })
     return JSON.stringify({ origTN: n.phone, destTN: CALLER_DEST, jwt: `${signingInput}.${signature.toString('base64url')}` })
-  })
+  }
 }

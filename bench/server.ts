@@ -1,14 +1,16 @@
 /**
  * One benchmark target, run as a child process of bench/api.bench.ts so the load generator
  * does not share the server's event loop. Listens on 127.0.0.1 (free port) and reports
- * `{ port }` over IPC; the message `cpu` answers `{ cpuUs }` (process CPU time so far), and
- * `stop` closes it cleanly (so `--cpu-prof` is written).
+ * `{ port }` over IPC; the message `cpu` answers `{ cpuUs }` (process CPU time so far), `vitals`
+ * answers `{ heapUsed, loopDelayMaxMs }` (see below), and `stop` closes it cleanly (so
+ * `--cpu-prof` is written).
  *
  *   BENCH_MODE=bare  a bare Fastify app with `GET /bare` (the baseline)
  *   BENCH_MODE=app   the real service, configured from the environment like `kns serve`
  */
 // First, as in `kns serve`: sizes the thread pool before anything can start it.
 import '../src/lib/threadpool.ts'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { loadConfig } from '../src/config.ts'
 import { buildApp } from '../src/http/app.ts'
@@ -35,6 +37,7 @@ if (address === null || typeof address === 'string') throw new Error('no TCP add
 process.send({ port: address.port })
 
 let stopping = false
+let loopDelay: ReturnType<typeof monitorEventLoopDelay> | undefined
 async function stop(): Promise<void> {
   if (stopping) return
   stopping = true
@@ -46,6 +49,14 @@ process.on('message', (message) => {
   if (message === 'stop') void stop()
   // CPU time used so far (µs, all threads): the bench divides it by requests served.
   if (message === 'cpu') { const { user, system } = process.cpuUsage(); process.send!({ cpuUs: user + system }) }
+  // For the soak benchmark's minutes: V8 heap in use, and the longest event-loop delay since
+  // the last question (a synchronous query, a GC pause, or the process waiting for a core).
+  // Monitored only once asked, so `npm run bench` runs without its timer.
+  if (message === 'vitals') {
+    if (loopDelay === undefined) (loopDelay = monitorEventLoopDelay({ resolution: 10 })).enable()
+    process.send!({ heapUsed: process.memoryUsage().heapUsed, loopDelayMaxMs: loopDelay.max / 1e6 })
+    loopDelay.reset()
+  }
 })
 // The parent went away (crash or Ctrl-C): do not linger.
 process.on('disconnect', () => { void stop() })
