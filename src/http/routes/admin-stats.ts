@@ -10,6 +10,7 @@ import {
 } from '../../stats/schemas.ts'
 import { checkBatch } from '../../stats/validate-session.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
+import { errorBody } from '../error-body.ts'
 import { withErrors } from '../schemas.ts'
 
 /** 10 000 sessions of the longest allowed fields are about 7 MB of JSON. */
@@ -114,10 +115,7 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
       const all = [...parseErrors, ...errors.map((e) => ({ index: indexOf(e.index), reason: e.reason }))].sort((a, b) => a.index - b.index)
       if (all.length > 0) {
         const text = `${all.length} invalid session${all.length === 1 ? '' : 's'}; nothing was stored (first: #${all[0]!.index}: ${all[0]!.reason})`
-        return reply.code(400).send({
-          success: false, code: 'INVALID_REQUEST', error: text, message: text, requestId: String(request.id),
-          errors: all.slice(0, REPORTED_ERRORS),
-        })
+        return reply.code(400).send({ ...errorBody('INVALID_REQUEST', text, String(request.id)), errors: all.slice(0, REPORTED_ERRORS) })
       }
       return ingestSessions(service.db, hashClient, sessions)
     })
