@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
-import { DatabaseUnavailableError, KnsError, MethodNotAllowedError, RateLimitedError } from '../errors.ts'
+import { DatabaseUnavailableError, KnsError, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
 import { PATTERN_WORDS } from '../lib/text.ts'
 import { errorBody } from './error-body.ts'
 import { methodNotAllowed, trackRouteMethods } from './transport.ts'
@@ -83,14 +83,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return send(reply, request, 500, 'INTERNAL', 'internal error')
   })
 
-  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
-    const wrongMethod = methodNotAllowed(allowedMethods, request)
-    if (wrongMethod !== undefined) {
-      reply.header('allow', wrongMethod.allow.join(', '))
-      return send(reply, request, 405, wrongMethod.code, wrongMethod.message)
-    }
-    return send(reply, request, 404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)
-  }
+  // Through the error handler above, which sets Allow on a 405.
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) =>
+    reply.send(methodNotAllowed(allowedMethods, request) ?? new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`))
   // Answered before the body is read: no route means nothing to parse it for (a wrong method
   // with a malformed or huge body is still a 405, and costs nothing).
   app.addHook('onRequest', (request, reply, done) => {
