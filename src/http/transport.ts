@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest, FastifyReply, FastifyServerOptions } from 'fastify'
-import { MethodNotAllowedError, ValidationError } from '../errors.ts'
+import { HeadersTooLargeError, KnsError, MethodNotAllowedError, RequestTimeoutError, ValidationError } from '../errors.ts'
 import { errorBody } from './error-body.ts'
 
 export interface TransportLimits {
@@ -23,9 +23,10 @@ export interface TransportLimits {
 /** How often Node looks for requests past their timeouts (its default, 30 s, is the slack measured as 64 s for 60 s). */
 const TIMEOUT_CHECK_INTERVAL_MS = 1000
 
-function errorResponse(status: number, code: string, text: string): string {
-  const body = JSON.stringify(errorBody(code, text, randomUUID()))
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+/** A whole response for a socket that has no request object to answer through. */
+function errorResponse(err: KnsError): string {
+  const body = JSON.stringify(errorBody(err.code, err.message, randomUUID()))
+  return `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
 }
 
@@ -33,9 +34,9 @@ function errorResponse(status: number, code: string, text: string): string {
 function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   let response: string
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') response = errorResponse(408, 'REQUEST_TIMEOUT', 'the request was not received in time')
-  else if (err.code === 'HPE_HEADER_OVERFLOW') response = errorResponse(431, 'HEADERS_TOO_LARGE', 'request headers are too large')
-  else response = errorResponse(400, 'INVALID_REQUEST', 'malformed HTTP request')
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') response = errorResponse(new RequestTimeoutError('the request was not received in time'))
+  else if (err.code === 'HPE_HEADER_OVERFLOW') response = errorResponse(new HeadersTooLargeError('request headers are too large'))
+  else response = errorResponse(new ValidationError('malformed HTTP request'))
   // A response already under way on this socket cannot be followed by another.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
   if (socket.writable && inFlight?.headersSent !== true) socket.end(response)

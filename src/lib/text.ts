@@ -39,13 +39,6 @@ export const PATTERN_WORDS: Record<string, string> = {
   [HTTP_URL]: 'must be an http:// or https:// URL without white space or control characters',
 }
 
-const SINGLE_LINE_RE = new RegExp(SINGLE_LINE, 'u')
-
-/** True when `text` is one line of acceptable text (see SINGLE_LINE). */
-export function isSingleLine(text: string): boolean {
-  return SINGLE_LINE_RE.test(text)
-}
-
 /**
  * True when `text` can be sent to either database as a key and come back the same: no NUL
  * (PostgreSQL rejects it in text) and no lone surrogate (stored as U+FFFD). A key failing
