@@ -40,6 +40,15 @@ export class ConflictError extends KnsError {
   override readonly status = 409
 }
 
+/**
+ * The request is well formed, but storing it would carry a stored total past what the database
+ * can hold exactly (a statistics bucket past 2^63 - 1 bytes): nothing of it is stored.
+ */
+export class ValueOutOfRangeError extends KnsError {
+  override readonly code = 'VALUE_OUT_OF_RANGE'
+  override readonly status = 422
+}
+
 export class PayloadTooLargeError extends KnsError {
   override readonly code = 'PAYLOAD_TOO_LARGE'
   override readonly status = 413
@@ -107,6 +116,6 @@ export class ConfigError extends KnsError {
 /** All codes, for the OpenAPI document. */
 export const ERROR_CODES = [
   'INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'NOT_ACCEPTABLE', 'REQUEST_TIMEOUT',
-  'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'HEADERS_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL',
+  'CONFLICT', 'VALUE_OUT_OF_RANGE', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'HEADERS_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL',
   'LEDGER_UNSUPPORTED', 'LEDGER_UNAVAILABLE', 'DATABASE_UNAVAILABLE',
 ] as const

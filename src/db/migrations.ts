@@ -1,4 +1,5 @@
 import type { Database } from './engine.ts'
+import { BUCKET_BYTES_TRIGGER } from '../stats/bucket-bytes.ts'
 import { STATS_BYTEWISE_KEYS_MIGRATION, STATS_LAYOUT_MIGRATION, STATS_MIGRATION, STATS_WEEK_FIRST_MIGRATION } from '../stats/migration.ts'
 
 export interface Migration {
@@ -146,6 +147,12 @@ export const MIGRATIONS: Migration[] = [
     name: 'public statistics: text keys compared byte by byte on PostgreSQL',
     up: [],
     only: STATS_BYTEWISE_KEYS_MIGRATION,
+  },
+  {
+    version: 7,
+    name: 'public statistics: a bucket byte total that leaves the 64-bit integers is refused on SQLite too',
+    up: [],
+    only: { sqlite: [BUCKET_BYTES_TRIGGER] },
   },
 ]
 

@@ -14,6 +14,13 @@ export function addExact(sum: ExactSum, value: ExactSum): ExactSum {
   return BigInt(sum) + BigInt(value)
 }
 
+/** The largest integer either database stores exactly (a signed 64-bit BIGINT). */
+export const INT64_MAX = 9_223_372_036_854_775_807n
+
+export function fitsInt64(sum: ExactSum): boolean {
+  return typeof sum === 'number' || sum <= INT64_MAX
+}
+
 /**
  * An integer read from the database as text (exact at any size; see the statistics queries,
  * which cast byte sums to TEXT) as a bigint. A non-integer text (SQLite keeps a sum that left

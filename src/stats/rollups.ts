@@ -12,6 +12,7 @@
  */
 import type { Executor } from '../db/engine.ts'
 import { addExact, type ExactSum } from '../lib/exact-sum.ts'
+import { checkBucketBytes } from './bucket-bytes.ts'
 import { insertRows } from './bulk.ts'
 import { loadWindows, masksOf, recordClients, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
 import { addPointChange, FIRST_EVER, hourOf, hoursOfWeek, mergeHours, parsePointKey, weeksOfHours, type PointCounts } from './presence.ts'
@@ -103,6 +104,7 @@ export async function applyToRollups(ex: Executor, sessions: readonly StoredSess
   }
   const bucketRows = [...deltas.buckets].map(([key, d]) => {
     const [network, width, bucket] = key.split('|')
+    checkBucketBytes(d.bytes)
     return [network, Number(width), Number(bucket), d.sessions, d.bytes, d.clients, d.newClients]
   })
 

@@ -6,6 +6,7 @@
 import type { Executor } from '../db/engine.ts'
 import { addExact, type ExactSum } from '../lib/exact-sum.ts'
 import { withLength } from '../lib/typed-arrays.ts'
+import { checkBucketBytes } from './bucket-bytes.ts'
 import { appendRows } from './bulk.ts'
 import type { ClientNumbers } from './client-numbers.ts'
 import { firstWeeksOf, masksOf, recordClients, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
@@ -108,6 +109,7 @@ export async function rebuildWeek(ex: Executor, week: number, activity: WeekActi
       lastHours.set(network, clients[i]!, hours[hours.length - 1]!)
     }
     for (const [width, byStart] of buckets) {
+      for (const [start, b] of byStart) checkBucketBytes(b.bytes)
       for (const [start, b] of byStart) bucketRows.push([network, width, start, b.sessions, b.bytes, b.clients, b.newClients])
     }
     await ex.run(`DELETE FROM stats_buckets WHERE network = $1 AND width IN (${WIDTHS.join(', ')}) AND bucket_ms >= $2 AND bucket_ms < $3`, [network, week, end])

@@ -66,3 +66,47 @@ test('imported from a file (the bulk path rebuilds weeks in JS): stored sums exa
   await importUsage(h.service.db, h.service.secret, file)
   assert.deepEqual(await storedBytes('wifi'), Array(3).fill('10000000000000005'))
 })
+
+test('a bucket total past 2^63 - 1 is refused whole with 422 VALUE_OUT_OF_RANGE, nothing stored, answers intact', async () => {
+  const post = (payload: object[]) => h.app.inject({ method: 'POST', url: '/api/v1/admin/usage', headers: { 'x-api-key': key }, payload })
+  const global = async () => {
+    const res = await h.app.inject({ method: 'GET', url: '/api/v1/UsageGraph/global-public-stats' })
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json()
+  }
+  const seeded = await post([session('edge-seed', 'gateway', 1, 1)])
+  assert.equal(seeded.statusCode, 200, seeded.body)
+  // The stored hour, day and week totals of the gateway network a session short of the limit.
+  const near = 9_223_372_036_854_775_000n
+  await h.service.db.run('UPDATE stats_buckets SET bytes = $1 WHERE network = $2', [near, 'gateway'])
+  const before = await global()
+  const sessionsBefore = await h.service.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM stats_sessions')
+
+  // Added by the database to the stored total (the upsert): PostgreSQL's 22003, SQLite's trigger.
+  const over = await post([session('edge-over', 'gateway', 1000, 0)])
+  assert.equal(over.statusCode, 422, over.body)
+  assert.equal(over.json().code, 'VALUE_OUT_OF_RANGE')
+  // Summed in the process first: one batch whose own total is past the limit.
+  const huge = await post(Array.from({ length: 4612 }, (_, i) => session(`edge-huge-${i}`, 'wifi', MAX, MAX)))
+  assert.equal(huge.statusCode, 422, huge.body)
+  assert.equal(huge.json().code, 'VALUE_OUT_OF_RANGE')
+
+  assert.deepEqual(await storedBytes('gateway'), Array(3).fill(String(near)))
+  assert.deepEqual(await h.service.db.get('SELECT COUNT(*) AS n FROM stats_sessions'), sessionsBefore)
+  assert.deepEqual(await global(), before)
+  // A session that fits still goes in.
+  const fits = await post([session('edge-fits', 'gateway', 7, 0)])
+  assert.equal(fits.statusCode, 200, fits.body)
+  assert.deepEqual(await storedBytes('gateway'), Array(3).fill(String(near + 7n)))
+})
+
+test('imported from a file: a week whose total is past 2^63 - 1 is refused with VALUE_OUT_OF_RANGE, never stored as a float', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kns-exact-'))
+  const file = join(dir, 'usage.ndjson')
+  const weekLater = T + 7 * 86_400_000
+  const rows = Array.from({ length: 4612 }, (_, i) => ({ ...session(`imp-huge-${i}`, 'wifi', MAX, MAX), start: weekLater + 1000, end: weekLater + 2000 }))
+  writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n'))
+  await assert.rejects(importUsage(h.service.db, h.service.secret, file), (err: Error & { code?: string }) => err.code === 'VALUE_OUT_OF_RANGE')
+  const kinds = await h.service.db.all<{ t: string }>("SELECT DISTINCT CAST(bytes AS TEXT) AS t FROM stats_buckets WHERE network = 'wifi'")
+  for (const { t } of kinds) assert.match(t, /^\d+$/)
+})

@@ -51,7 +51,7 @@ test('migration 6: text keys byte by byte on PostgreSQL (nothing to do on SQLite
     await migrate(db, MIGRATIONS.filter((m) => m.version <= 5))
     await db.run('INSERT INTO stats_client_weeks (network, week_ms, client_hash, d0, d1, d2, d3, d4, d5, d6) VALUES ($1, $2, $3, 1, 0, 0, 0, 0, 0, 0)', ['wifi', WEEK0, 'Zb'])
     await db.run('INSERT INTO stats_client_weeks (network, week_ms, client_hash, d0, d1, d2, d3, d4, d5, d6) VALUES ($1, $2, $3, 2, 0, 0, 0, 0, 0, 0)', ['wifi', WEEK0, 'a_'])
-    assert.deepEqual(await migrate(db), [6])
+    assert.deepEqual(await migrate(db, MIGRATIONS.filter((m) => m.version <= 6)), [6])
     const rows = await db.all<{ client_hash: string; d0: number }>('SELECT client_hash, d0 FROM stats_client_weeks ORDER BY client_hash')
     assert.deepEqual(rows.map((r) => [r.client_hash, Number(r.d0)]), [['Zb', 1], ['a_', 2]])
     if (db.engine === 'postgres') {

@@ -84,7 +84,8 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
           'sessions (413 beyond). The batch is stored whole or not at all: with any bad session, 400 lists every bad one ' +
           '(index = array position or 0-based line). Idempotent: a session already stored (same sessionId and start) is ' +
           'counted in `duplicates` and changes nothing. start/end: ISO 8601 with a zone, or epoch ms; start at most 5 minutes ' +
-          'ahead of the server clock; end >= start. clientId is stored only as a keyed hash.',
+          'ahead of the server clock; end >= start. clientId is stored only as a keyed hash. 422 VALUE_OUT_OF_RANGE (nothing ' +
+          'stored) when the batch would carry an hour, day or week total past 2^63 - 1 bytes.',
         security: API_KEY_SECURITY,
         body: {
           content: {
