@@ -43,8 +43,22 @@ export interface Config {
   logLevel: string
   suiNetwork: SuiNetwork
   suiGraphqlUrl: string
+  /** The KNS package as first published: the origin of the `Kns` and `ApprovalEvent` types (types keep it across upgrades). */
   knsPackageId: string
+  /** The KNS package's latest version: the target of `kns::approve` calls (the approval page). */
+  knsLatestPackageId: string
+  /** Original ID of the keystore package: a keystore must be of one of its types. */
+  keystorePackageId: string
+  /** Original ID of the map package: the ID map object must be of one of its types. */
+  mapPackageId: string
+  /** The shared ID map object (token -> keystores), read by the start-up check. */
+  idMapObjectId: string
+  /** The table inside the ID map: its entries are read by key. */
   idMapTableId: string
+  /** LEDGER=sui: deadline of every ledger request (ms). */
+  ledgerTimeoutMs: number
+  /** LEDGER=sui: how long a decision re-reads a "not found" transaction or a stale owner before failing (ms). */
+  ledgerFreshnessMs: number
   /** Requests per second per client IP on the endpoints that take no API key. 0 = off. */
   publicRateLimit: number
   /** Default per-key rate (requests per second) for keys created without --rate. */
@@ -128,6 +142,7 @@ export function loadConfig(env: Env = process.env): Config {
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:'])!.replace(/\/+$/, '')
   const zkLoginIssuer = env.ZKLOGIN_ISSUER || 'https://kns.local/oidc'
   const zkLoginClientId = env.ZKLOGIN_CLIENT_ID || 'kns'
+  const knsPackageId = objectId(env, 'KNS_PACKAGE_ID', network.knsPackageId)
   if (zkLoginIssuer.length > 255) throw new ConfigError('ZKLOGIN_ISSUER must be at most 255 characters')
   if (zkLoginClientId.length > 255) throw new ConfigError('ZKLOGIN_CLIENT_ID must be at most 255 characters')
   return {
@@ -147,8 +162,14 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     suiNetwork,
     suiGraphqlUrl: url(env, 'SUI_GRAPHQL_URL', network.graphqlUrl, ['http:', 'https:'])!,
-    knsPackageId: objectId(env, 'KNS_PACKAGE_ID', network.knsPackageId),
+    knsPackageId,
+    knsLatestPackageId: objectId(env, 'KNS_LATEST_PACKAGE_ID', knsPackageId),
+    keystorePackageId: objectId(env, 'SUI_KEYSTORE_PACKAGE_ID', network.keystorePackageId),
+    mapPackageId: objectId(env, 'SUI_MAP_PACKAGE_ID', network.mapPackageId),
+    idMapObjectId: objectId(env, 'SUI_ID_MAP_OBJECT_ID', network.idMapObjectId),
     idMapTableId: objectId(env, 'SUI_ID_MAP_TABLE_ID', network.idMapTableId),
+    ledgerTimeoutMs: int(env, 'LEDGER_TIMEOUT_MS', 10_000, 100, 120_000),
+    ledgerFreshnessMs: int(env, 'LEDGER_FRESHNESS_MS', 3_000, 0, 60_000),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',

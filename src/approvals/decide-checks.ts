@@ -1,6 +1,7 @@
 import type { Database } from '../db/engine.ts'
 import { NotFoundError } from '../errors.ts'
 import { check, CheckFailed } from '../lib/checks.ts'
+import { readUntilAccepted, reReadNote } from '../ledger/freshness.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { findApproval, markApproved, statusAt, type Approval, type Method } from './approval.ts'
 
@@ -60,11 +61,16 @@ export const checkApproverOwnsToken = check<DecideContext>('check_owner', async 
     if (approver !== approval.wallet) throw new CheckFailed('WRONG_SIGNER', `already approved by another address (${approval.wallet})`)
     return approver
   }
-  // Fresh: the decision must not rest on a cached owner from before a transfer.
-  const token = await ctx.ledger.getToken(approval.objectId, { fresh: true })
-  if (token === null) throw new CheckFailed('TOKEN_NOT_FOUND', `the number-system token ${approval.objectId} no longer exists`)
+  // Fresh: the decision must not rest on a cached owner from before a transfer; and an
+  // indexer that has not seen a transfer yet is given a few seconds to catch up.
+  const { value: token, waitedMs } = await readUntilAccepted(
+    () => ctx.ledger.getToken(approval.objectId, { fresh: true }),
+    (t) => t !== null && t.owner === approver,
+    ctx.ledger.freshnessMs,
+  )
+  if (token === null) throw new CheckFailed('TOKEN_NOT_FOUND', `the number-system token ${approval.objectId} does not exist${reReadNote(waitedMs)}`)
   if (token.owner !== approver) {
-    throw new CheckFailed('WRONG_SIGNER', `${approver} does not own the number-system token (owner: ${token.owner ?? 'not an address'})`)
+    throw new CheckFailed('WRONG_SIGNER', `${approver} does not own the number-system token (owner: ${token.owner ?? 'not an address'})${reReadNote(waitedMs)}`)
   }
   return approver
 })

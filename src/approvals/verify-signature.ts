@@ -1,7 +1,7 @@
 import { parseSerializedSignature, type PublicKey } from '@mysten/sui/cryptography'
 import { MultiSigPublicKey } from '@mysten/sui/multisig'
 import { publicKeyFromRawBytes } from '@mysten/sui/verify'
-import { LedgerUnavailableError } from '../errors.ts'
+import { ZkLoginPublicIdentifier } from '@mysten/sui/zklogin'
 import { verifyEd25519PersonalMessage } from '../lib/ed25519-fast.ts'
 import { check, CheckFailed, runChecks, type Check } from '../lib/checks.ts'
 import { checkApproverOwnsToken, checkDecidable, checkMethod, loadApproval, loaded, recordApproval, type DecideContext } from './decide-checks.ts'
@@ -10,10 +10,28 @@ import { signMessageFor } from './sign-message.ts'
 export interface VerifySignatureContext extends DecideContext {
   signature: string
   serviceUrl: string
-  parsed?: { scheme: string; serialized: string; publicKey: PublicKey; rawSignature: Uint8Array | null }
+  parsed?: ParsedSignature
+}
+
+interface ParsedSignature {
+  scheme: string
+  serialized: string
+  publicKey: PublicKey
+  /** Ed25519's raw signature, for the fast local check. */
+  rawSignature: Uint8Array | null
+  /** zkLogin (alone or inside a multisig) needs the chain's JWKs and epoch: the ledger verifies it. */
+  viaLedger: boolean
+  /** The addresses the signature can stand for: zkLogin has two derivations (padded and legacy) of one proof. */
+  addresses: string[]
 }
 
 export interface Verdict { success: boolean; code?: string; error?: string }
+
+function involvesZkLogin(parsed: ReturnType<typeof parseSerializedSignature>): boolean {
+  if (parsed.signatureScheme === 'ZkLogin') return true
+  if (parsed.signatureScheme !== 'MultiSig') return false
+  return parsed.multisig.sigs.some((sig) => 'ZkLogin' in sig)
+}
 
 const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) => {
   let parsed: ReturnType<typeof parseSerializedSignature>
@@ -22,16 +40,21 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
   } catch {
     throw new CheckFailed('INVALID_SIGNATURE', 'signature is not a Sui serialized signature (flag | signature | public key, base64)')
   }
-  if (parsed.signatureScheme === 'ZkLogin' && ctx.ledger.coreClient === undefined) {
+  const viaLedger = involvesZkLogin(parsed)
+  if (viaLedger && ctx.ledger.verifyPersonalMessage === undefined) {
     throw new CheckFailed('UNSUPPORTED_SIGNATURE_SCHEME', 'zkLogin signatures can only be verified with LEDGER=sui')
   }
-  const options = ctx.ledger.coreClient === undefined ? {} : { client: ctx.ledger.coreClient }
   try {
     const publicKey = parsed.signatureScheme === 'MultiSig'
-      ? new MultiSigPublicKey(parsed.multisig.multisig_pk, options)
-      : publicKeyFromRawBytes(parsed.signatureScheme, parsed.publicKey, options)
+      ? new MultiSigPublicKey(parsed.multisig.multisig_pk)
+      : publicKeyFromRawBytes(parsed.signatureScheme, parsed.publicKey)
+    const addresses = [publicKey.toSuiAddress()]
+    if (parsed.signatureScheme === 'ZkLogin') {
+      const legacy = ZkLoginPublicIdentifier.fromBytes(parsed.publicKey, { legacyAddress: true }).toSuiAddress()
+      if (legacy !== addresses[0]) addresses.push(legacy)
+    }
     ctx.parsed = {
-      scheme: parsed.signatureScheme, serialized: ctx.signature, publicKey,
+      scheme: parsed.signatureScheme, serialized: ctx.signature, publicKey, viaLedger, addresses,
       rawSignature: parsed.signatureScheme === 'ED25519' ? parsed.signature : null,
     }
   } catch {
@@ -40,23 +63,42 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
   return parsed.signatureScheme
 })
 
+/**
+ * Of the addresses a zkLogin proof stands for, the one that owns the token (or approved
+ * already); the padded derivation when neither does (the owner check then says who owns it).
+ * The owner read here may come from the cache: the owner check re-reads it fresh.
+ */
+async function authorOf(ctx: VerifySignatureContext, parsed: ParsedSignature): Promise<string> {
+  if (parsed.addresses.length === 1) return parsed.addresses[0]!
+  const approval = loaded(ctx)
+  if (approval.wallet !== null && parsed.addresses.includes(approval.wallet)) return approval.wallet
+  const owner = (await ctx.ledger.getToken(approval.objectId))?.owner
+  return owner != null && parsed.addresses.includes(owner) ? owner : parsed.addresses[0]!
+}
+
 const verifyPersonalMessage = check<VerifySignatureContext>('verify_signature', async (ctx) => {
   const approval = loaded(ctx)
-  const { publicKey, serialized, scheme, rawSignature } = ctx.parsed!
+  const parsed = ctx.parsed!
+  const { publicKey, serialized, rawSignature } = parsed
   const message = new TextEncoder().encode(signMessageFor(approval, ctx.serviceUrl))
   let valid: boolean
-  try {
-    valid = rawSignature !== null
-      ? verifyEd25519PersonalMessage(message, publicKey.toRawBytes(), rawSignature)
-      : await publicKey.verifyPersonalMessage(message, serialized)
-  } catch (err) {
-    // Simple schemes fail closed with `false`; a throw is an environmental failure
-    // (zkLogin JWK or epoch lookup), not the caller's fault.
-    if (scheme === 'ZkLogin') throw new LedgerUnavailableError('could not fetch the zkLogin verification data from the ledger', { cause: err })
-    valid = false
+  let author: string
+  if (parsed.viaLedger) {
+    // The ledger's verdict, or LedgerUnavailableError (503): an outage is never INVALID_SIGNATURE.
+    author = await authorOf(ctx, parsed)
+    valid = await ctx.ledger.verifyPersonalMessage!(message, serialized, author)
+  } else {
+    author = publicKey.toSuiAddress()
+    try {
+      valid = rawSignature !== null
+        ? verifyEd25519PersonalMessage(message, publicKey.toRawBytes(), rawSignature)
+        : await publicKey.verifyPersonalMessage(message, serialized)
+    } catch {
+      valid = false
+    }
   }
   if (!valid) throw new CheckFailed('INVALID_SIGNATURE', 'signature does not verify over this approval\'s signMessage')
-  ctx.approver = publicKey.toSuiAddress()
+  ctx.approver = author
   ctx.proof = serialized
   return ctx.approver
 })

@@ -1,4 +1,5 @@
 import { check, CheckFailed, runChecks, type Check } from '../lib/checks.ts'
+import { readUntilAccepted, reReadNote } from '../ledger/freshness.ts'
 import type { LedgerTransaction } from '../ledger/ledger.ts'
 import { checkApproverOwnsToken, checkDecidable, checkMethod, loadApproval, loaded, recordApproval, type DecideContext } from './decide-checks.ts'
 import type { Verdict } from './verify-signature.ts'
@@ -9,8 +10,11 @@ export interface VerifyTransactionContext extends DecideContext {
 }
 
 const loadTransaction = check<VerifyTransactionContext>('load_transaction', async (ctx) => {
-  const transaction = await ctx.ledger.getTransaction(ctx.digest)
-  if (transaction === null) throw new CheckFailed('TRANSACTION_NOT_FOUND', 'the ledger has no transaction with this digest')
+  // A transaction executed a moment ago may not be indexed yet: re-read for a few seconds.
+  const { value: transaction, waitedMs } = await readUntilAccepted(() => ctx.ledger.getTransaction(ctx.digest), (tx) => tx !== null, ctx.ledger.freshnessMs)
+  if (transaction === null) {
+    throw new CheckFailed('TRANSACTION_NOT_FOUND', `the ledger has no transaction with this digest${reReadNote(waitedMs)}; if it was executed just now, retry shortly`)
+  }
   ctx.transaction = transaction
 })
 

@@ -17,6 +17,7 @@ export function registerObservability(app: FastifyInstance, service: Service): v
   })
 
   watchRateLimiter(app, service, registry)
+  watchLedger(service, registry)
 
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: bounded label values, no secrets from queries.
@@ -29,13 +30,18 @@ export function registerObservability(app: FastifyInstance, service: Service): v
   app.get('/healthz', { schema: { ...hidden, response: { 200: Type.Object({ status: Type.String() }) } } },
     async () => ({ status: 'ok' }))
 
-  app.get('/readyz', { schema: { ...hidden, response: { 200: Type.Object({ status: Type.String() }), 503: Type.Object({ status: Type.String() }) } } },
+  // Ready means the database answers. A remote ledger that does not answer leaves the service
+  // ready (registration, statistics, transaction_details and the pages still work) but is
+  // reported, so an operator sees it on the same probe.
+  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()) })
+  app.get('/readyz', { schema: { ...hidden, response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
+      const ledger = ledgerState(service)
       try {
         await service.db.ping()
-        return { status: 'ready' }
+        return { status: 'ready', ...ledger }
       } catch {
-        return reply.status(503).send({ status: 'database unreachable' })
+        return reply.status(503).send({ status: 'database unreachable', ...ledger })
       }
     })
 
@@ -82,5 +88,45 @@ function watchRateLimiter(app: FastifyInstance, service: Service, registry: Regi
   app.addHook('onClose', (_instance, done) => {
     limiter.off('fallback', log)
     done()
+  })
+}
+
+/** The remote ledger's state as /readyz says it (nothing for the embedded ledger). */
+function ledgerState(service: Service): { ledger?: string } {
+  const health = service.ledger.health
+  if (health === undefined) return {}
+  if (health.reachable === null) return { ledger: 'not asked yet' }
+  if (health.reachable) return { ledger: 'reachable' }
+  const failure = health.lastFailure!
+  return { ledger: `unreachable since ${new Date(failure.at).toISOString()} (${failure.outcome} on ${failure.operation})` }
+}
+
+/**
+ * The remote ledger's requests by operation and outcome (`ok`, `rejected` = the ledger said the
+ * input is wrong, e.g. a signature that does not verify; `error`, `timeout`, `unreachable` =
+ * an outage), and `kns_ledger_unavailable`: 1 while the latest request failed.
+ */
+function watchLedger(service: Service, registry: Registry): void {
+  const health = service.ledger.health
+  if (health === undefined) return
+  const reported = new Map<string, number>()
+  new Counter({
+    name: 'kns_ledger_requests_total',
+    help: 'Requests to the Sui GraphQL service by operation and outcome (ok, rejected, error, timeout, unreachable)',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [registry],
+    collect() {
+      for (const [operation, outcome, count] of health.counts()) {
+        const key = `${operation}|${outcome}`
+        this.inc({ operation, outcome }, count - (reported.get(key) ?? 0))
+        reported.set(key, count)
+      }
+    },
+  })
+  new Gauge({
+    name: 'kns_ledger_unavailable',
+    help: '1 while the latest request to the Sui GraphQL service failed (error, timeout or no connection), else 0',
+    registers: [registry],
+    collect() { this.set(health.reachable === false ? 1 : 0) },
   })
 }

@@ -9,7 +9,13 @@ export function createLedger(config: Config, db: Database): Ledger {
   return new SuiLedger({
     graphqlUrl: config.suiGraphqlUrl,
     knsPackageId: config.knsPackageId,
+    knsLatestPackageId: config.knsLatestPackageId,
+    keystorePackageId: config.keystorePackageId,
+    mapPackageId: config.mapPackageId,
+    idMapObjectId: config.idMapObjectId,
     idMapTableId: config.idMapTableId,
     cacheTtlS: config.ledgerCacheTtlS,
+    timeoutMs: config.ledgerTimeoutMs,
+    freshnessMs: config.ledgerFreshnessMs,
   })
 }

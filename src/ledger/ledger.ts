@@ -1,5 +1,5 @@
-import type { ClientWithCoreApi } from '@mysten/sui/client'
 import type { Executor } from '../db/engine.ts'
+import type { LedgerHealth } from './ledger-health.ts'
 
 /** A Move event as the ledger reports it: full type name and its fields as JSON. */
 export interface LedgerEvent {
@@ -52,10 +52,22 @@ export interface Ledger {
   /** `<KNS package>::kns::ApprovalEvent`. */
   readonly approvalEventType: string
   /**
-   * A Sui client for checks that need live chain state (zkLogin signatures: JWKs, epoch).
-   * Absent on the embedded ledger, which therefore cannot verify zkLogin signatures.
+   * How long (ms) a decision re-reads a "not found" transaction or an owner that does not
+   * match before it fails: an indexer can lag the chain by seconds. 0: reads are current.
    */
-  readonly coreClient?: ClientWithCoreApi
+  readonly freshnessMs: number
+  /** Counts and state of the requests to a remote ledger (absent on the embedded one). */
+  readonly health?: LedgerHealth
+
+  /**
+   * Verifies a personal-message signature that needs live chain state (zkLogin: the chain's
+   * JWKs and epoch) for `author`: false when the ledger says it does not verify;
+   * LedgerUnavailableError when the ledger cannot say. Absent on the embedded ledger, which
+   * therefore cannot verify zkLogin signatures.
+   */
+  verifyPersonalMessage?(message: Uint8Array, signature: string, author: string): Promise<boolean>
+  /** Start-up check of the configured deployment (`kns doctor`); absent when there is nothing to check. */
+  check?(): Promise<LedgerCheck[]>
 
   /**
    * The KNS token with that ID, or null when no such KNS token exists. Reads may come from a
@@ -74,6 +86,9 @@ export interface Ledger {
 
   close(): Promise<void>
 }
+
+/** One finding of the start-up check. */
+export interface LedgerCheck { name: string; ok: boolean; detail: string }
 
 export const OBJECT_ID_PATTERN = /^0x[0-9a-fA-F]{64}$/
 /** Sui address: same form as an object ID. */

@@ -20,6 +20,8 @@ interface TransactionRow { digest: string; sender: string; status: string; event
 export class LocalLedger implements Ledger {
   readonly kind = 'local' as const
   readonly packageId: string
+  /** The embedded ledger is the database: a read is always current. */
+  readonly freshnessMs = 0
   readonly tokenType: string
   readonly approvalEventType: string
   readonly mintedEventType: string

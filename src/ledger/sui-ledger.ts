@@ -1,20 +1,33 @@
 import { SuiGraphQLClient, SuiGraphQLRequestError } from '@mysten/sui/graphql'
 import type { GraphQLQueryOptions } from '@mysten/sui/graphql'
-import { graphql } from '@mysten/sui/graphql/schema'
 import type { ResultOf, TadaDocumentNode } from '@mysten/sui/graphql/schema'
 import { bcs } from '@mysten/sui/bcs'
 import {
-  isValidSuiObjectId, isValidTransactionDigest, normalizeStructTag, normalizeSuiAddress,
+  isValidSuiObjectId, isValidTransactionDigest, normalizeStructTag, normalizeSuiAddress, parseStructTag, toBase64,
 } from '@mysten/sui/utils'
 import type { Executor } from '../db/engine.ts'
 import { LedgerUnavailableError, LedgerUnsupportedError } from '../errors.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
-import type { Keystore, KeystoreKey, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
+import type { Keystore, KeystoreKey, KnsToken, Ledger, LedgerCheck, LedgerEvent, LedgerTransaction } from './ledger.ts'
+import { LedgerHealth, type LedgerOutcome } from './ledger-health.ts'
+import {
+  CHECK_DEPLOYMENT_QUERY, GET_DYNAMIC_FIELD_QUERY, GET_OBJECT_QUERY, GET_TRANSACTION_QUERY, VERIFY_SIGNATURE_QUERY,
+} from './sui-queries.ts'
 
 export interface SuiLedgerOptions {
   graphqlUrl: string
+  /** Original KNS package: the `Kns` and `ApprovalEvent` types. */
   knsPackageId: string
+  /** Latest KNS package (the calls' target); checked to exist by `check()`. Defaults to the original. */
+  knsLatestPackageId?: string
+  /** Original keystore package: a keystore object must be of one of its types. */
+  keystorePackageId: string
+  /** Original map package and the ID map object: checked by `check()`. */
+  mapPackageId?: string
+  idMapObjectId?: string
   idMapTableId: string
+  /** How long a decision re-reads a "not found" or a stale owner (ms); the indexer can lag the chain. */
+  freshnessMs?: number
   /** Seconds a token / keystore / ID-map read may be reused. 0 = no caching. */
   cacheTtlS: number
   fetch?: typeof fetch
@@ -24,74 +37,13 @@ export interface SuiLedgerOptions {
   now?: () => number
 }
 
-// Operation names double as the dispatch key of the test stub; keep them stable.
-export const GET_OBJECT_QUERY = graphql(`
-  query knsGetObject($address: SuiAddress!) {
-    object(address: $address) {
-      address
-      owner {
-        __typename
-        ... on AddressOwner { address { address } }
-        ... on ConsensusAddressOwner { address { address } }
-      }
-      asMoveObject {
-        contents {
-          type { repr }
-          json
-        }
-      }
-    }
-  }
-`)
-
-// Events are paged server-side (max page size is a service limit, 50 by default), so the
-// query takes a cursor; the transaction part is re-read with each page, which is cheap.
-export const GET_TRANSACTION_QUERY = graphql(`
-  query knsGetTransaction($digest: String!, $eventsAfter: String) {
-    transaction(digest: $digest) {
-      digest
-      sender { address }
-      effects {
-        status
-        timestamp
-        events(first: 50, after: $eventsAfter) {
-          pageInfo { hasNextPage endCursor }
-          nodes {
-            sender { address }
-            contents {
-              type { repr }
-              json
-            }
-          }
-        }
-      }
-    }
-  }
-`)
-
-// `address(...)`, not `object(...)`: a Table's UID lives wrapped inside the map object, so it
-// is an address that owns dynamic fields but is not an object of its own.
-export const GET_DYNAMIC_FIELD_QUERY = graphql(`
-  query knsGetDynamicField($parent: SuiAddress!, $name: DynamicFieldName!) {
-    address(address: $parent) {
-      dynamicField(name: $name) {
-        value {
-          __typename
-          ... on MoveValue {
-            type { repr }
-            json
-          }
-        }
-      }
-    }
-  }
-`)
-
 const ID_TYPE = '0x2::object::ID'
 const TX_CACHE_MAX = 10_000
 const TTL_CACHE_MAX = 10_000
+/** Events per page asked for, unless the service's limit (read by `check()`) is lower. */
+const EVENTS_PAGE = 50
 /** Guards against a misbehaving server paging forever; 1 000 events is Sui's per-tx cap. */
-const MAX_EVENT_PAGES = 25
+const MAX_EVENTS = 1000
 
 /** Insertion-ordered Map used as an LRU: a hit is re-inserted so eviction drops the coldest. */
 class BoundedCache<V> {
@@ -168,16 +120,17 @@ export class SuiLedger implements Ledger {
   readonly kind = 'sui' as const
   readonly tokenType: string
   readonly approvalEventType: string
+  readonly freshnessMs: number
+  readonly health: LedgerHealth
 
   readonly #client: SuiGraphQLClient
-  readonly #idMapTableId: string
+  readonly #options: Required<Pick<SuiLedgerOptions, 'knsPackageId' | 'knsLatestPackageId' | 'keystorePackageId' | 'idMapTableId'>> & Pick<SuiLedgerOptions, 'mapPackageId' | 'idMapObjectId'>
   readonly #ttlMs: number
   readonly #timeoutMs: number
+  #eventsPage = EVENTS_PAGE
   readonly #objects: BoundedCache<ObjectNode | null>
   readonly #links: BoundedCache<string[]>
   readonly #transactions: BoundedCache<LedgerTransaction>
-  /** Used to verify zkLogin signatures (JWKs and epoch come from the chain). */
-  get coreClient(): SuiGraphQLClient { return this.#client }
   /** Concurrent identical reads share one request, so a burst costs one RPC. */
   readonly #inflight = new SingleFlight<string, unknown>()
 
@@ -185,10 +138,20 @@ export class SuiLedger implements Ledger {
     const pkg = normalizeSuiAddress(options.knsPackageId)
     this.tokenType = normalizeStructTag(`${pkg}::kns::Kns`)
     this.approvalEventType = normalizeStructTag(`${pkg}::kns::ApprovalEvent`)
-    this.#idMapTableId = normalizeSuiAddress(options.idMapTableId)
+    const optional = (value: string | undefined) => (value === undefined ? undefined : normalizeSuiAddress(value))
+    this.#options = {
+      knsPackageId: pkg,
+      knsLatestPackageId: normalizeSuiAddress(options.knsLatestPackageId ?? pkg),
+      keystorePackageId: normalizeSuiAddress(options.keystorePackageId),
+      idMapTableId: normalizeSuiAddress(options.idMapTableId),
+      ...(options.mapPackageId === undefined ? {} : { mapPackageId: optional(options.mapPackageId) }),
+      ...(options.idMapObjectId === undefined ? {} : { idMapObjectId: optional(options.idMapObjectId) }),
+    }
     this.#ttlMs = Math.max(0, options.cacheTtlS) * 1000
     this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.freshnessMs = options.freshnessMs ?? 3_000
     const now = options.now ?? Date.now
+    this.health = new LedgerHealth(now)
     this.#objects = new BoundedCache(TTL_CACHE_MAX, now)
     this.#links = new BoundedCache(TTL_CACHE_MAX, now)
     this.#transactions = new BoundedCache(TX_CACHE_MAX, now)
@@ -224,6 +187,9 @@ export class SuiLedger implements Ledger {
     const object = await this.#readObject(objectId, options?.fresh === true)
     const json = object?.asMoveObject?.contents?.json
     if (object == null || !isRecord(json) || !Array.isArray(json.public_keys)) return null
+    // Anyone can publish an object with a `public_keys` field and link it: only the keystore
+    // package's types are certificate registries.
+    if (!ofPackage(object.asMoveObject?.contents?.type?.repr, this.#options.keystorePackageId)) return null
     const keys: KeystoreKey[] = []
     for (const entry of json.public_keys) {
       if (!isRecord(entry) || typeof entry.key_id !== 'string' || typeof entry.public_key !== 'string') continue
@@ -249,7 +215,7 @@ export class SuiLedger implements Ledger {
     if (cached !== undefined) return [...cached.value]
     const ids = await this.#once(`link:${key}`, async () => {
       const data = await this.#query(GET_DYNAMIC_FIELD_QUERY, 'knsGetDynamicField', {
-        parent: this.#idMapTableId,
+        parent: this.#options.idMapTableId,
         name: { type: ID_TYPE, bcs: bcs.Address.serialize(key).toBase64() },
       })
       const value = data.address?.dynamicField?.value
@@ -280,9 +246,9 @@ export class SuiLedger implements Ledger {
   async #fetchTransaction(digest: string): Promise<LedgerTransaction | null> {
     const events: LedgerEvent[] = []
     let after: string | null = null
-    for (let page = 0; page < MAX_EVENT_PAGES; page++) {
+    for (;;) {
       const data: ResultOf<typeof GET_TRANSACTION_QUERY> = await this.#query(
-        GET_TRANSACTION_QUERY, 'knsGetTransaction', { digest, eventsAfter: after },
+        GET_TRANSACTION_QUERY, 'knsGetTransaction', { digest, eventsFirst: this.#eventsPage, eventsAfter: after },
       )
       const tx = data.transaction
       const effects = tx?.effects
@@ -299,6 +265,7 @@ export class SuiLedger implements Ledger {
       }
       const pageInfo = effects.events?.pageInfo
       if (pageInfo?.hasNextPage === true && pageInfo.endCursor != null) {
+        if (events.length >= MAX_EVENTS) throw new LedgerUnavailableError('Sui returned more events for one transaction than a transaction can emit')
         after = pageInfo.endCursor
         continue
       }
@@ -311,33 +278,138 @@ export class SuiLedger implements Ledger {
         timestampMs: Number.isFinite(timestamp) ? timestamp : null,
       }
     }
-    throw new LedgerUnavailableError('Sui returned too many event pages for one transaction')
+  }
+
+  /**
+   * Whether `signature` (any Sui scheme; zkLogin needs the chain's JWKs and epoch, so it is the
+   * reason this exists) signs the personal message `message` for `author`, as the ledger judges
+   * it. false only when the ledger says the signature does not verify; an outage, a timeout or
+   * an error of the ledger's own is LedgerUnavailableError, never a false.
+   */
+  async verifyPersonalMessage(message: Uint8Array, signature: string, author: string): Promise<boolean> {
+    const result = await this.#request(VERIFY_SIGNATURE_QUERY, 'knsVerifySignature', {
+      message: toBase64(message), signature, author: normalizeSuiAddress(author),
+    }, true)
+    if (result.rejected) return false
+    if (result.data.verifySignature?.success !== true) {
+      throw this.#fail('knsVerifySignature', 'error', 'answered without a verdict')
+    }
+    return true
+  }
+
+  /**
+   * The start-up check (`kns doctor`, the start log): the configured packages exist, the ID map
+   * object is of the map package's type and holds the configured table, and the service's page
+   * limit (the events page is lowered to it). One request; throws LedgerUnavailableError when
+   * the ledger cannot be asked.
+   */
+  async check(): Promise<LedgerCheck[]> {
+    const o = this.#options
+    const data = await this.#query(CHECK_DEPLOYMENT_QUERY, 'knsCheckDeployment', {
+      kns: o.knsPackageId, knsLatest: o.knsLatestPackageId, keystore: o.keystorePackageId,
+      map: o.mapPackageId ?? o.knsPackageId, idMap: o.idMapObjectId ?? o.idMapTableId,
+    })
+    const pkg = (name: string, env: string, id: string, found: { asMovePackage?: { address: string } | null } | null) =>
+      found?.asMovePackage != null
+        ? { name, ok: true, detail: `${id} is a package` }
+        : { name, ok: false, detail: `${env}=${id} is not a package on this network (wrong network or ID?)` }
+    const checks: LedgerCheck[] = [
+      pkg('kns package (types)', 'KNS_PACKAGE_ID', o.knsPackageId, data.kns),
+      pkg('kns package (calls)', 'KNS_LATEST_PACKAGE_ID', o.knsLatestPackageId, data.knsLatest),
+      pkg('keystore package', 'SUI_KEYSTORE_PACKAGE_ID', o.keystorePackageId, data.keystore),
+    ]
+    if (o.mapPackageId !== undefined) checks.push(pkg('map package', 'SUI_MAP_PACKAGE_ID', o.mapPackageId, data.map))
+    if (o.idMapObjectId !== undefined) checks.push(checkIdMap(data.idMap?.asMoveObject?.contents ?? null, o.idMapObjectId, o.mapPackageId, o.idMapTableId))
+    const limit = data.serviceConfig?.eventsPageLimit
+    if (typeof limit === 'number' && limit > 0) {
+      this.#eventsPage = Math.min(EVENTS_PAGE, limit)
+      checks.push({ name: 'page limit', ok: true, detail: `the service pages events by at most ${limit}; asking ${this.#eventsPage}` })
+    } else {
+      checks.push({ name: 'page limit', ok: false, detail: 'the service did not say its page limit for transaction events' })
+    }
+    const epoch = data.epoch?.epochId
+    checks.push({ name: 'epoch', ok: typeof epoch === 'number', detail: typeof epoch === 'number' ? `current epoch ${epoch}` : 'the service did not say the current epoch' })
+    return checks
   }
 
   #once<T>(key: string, load: () => Promise<T>): Promise<T> {
     return this.#inflight.run(key, load) as Promise<T>
   }
 
-  async #query<Result, Variables>(
+  #fail(operation: string, outcome: LedgerOutcome, detail: string): LedgerUnavailableError {
+    this.health.record(operation, outcome, detail)
+    return new LedgerUnavailableError(`Sui GraphQL ${operation} ${detail}`)
+  }
+
+  async #query<Result, Variables>(query: TadaDocumentNode<Result, Variables>, operationName: string, variables: Variables): Promise<Result> {
+    const result = await this.#request(query, operationName, variables, false)
+    if (result.rejected) throw new Error('unreachable: user errors are not accepted here')
+    return result.data
+  }
+
+  /**
+   * One request, under the deadline. With `userErrors`, an answer whose errors are all the
+   * caller's (BAD_USER_INPUT: e.g. a signature that does not verify) comes back as `rejected`;
+   * any other error is the ledger's and throws LedgerUnavailableError, counted in `health`.
+   */
+  async #request<Result, Variables>(
     query: TadaDocumentNode<Result, Variables>,
     operationName: string,
     variables: Variables,
-  ): Promise<Result> {
+    userErrors: boolean,
+  ): Promise<{ rejected: true } | { rejected: false; data: Result }> {
     let result
     try {
       // The SDK's options type is conditional on Variables, which TS cannot resolve for a generic.
       const options = { query, operationName, variables, signal: AbortSignal.timeout(this.#timeoutMs) }
       result = await this.#client.query(options as unknown as GraphQLQueryOptions<Result, Variables>)
     } catch (error) {
-      throw new LedgerUnavailableError(`Sui GraphQL ${operationName} failed: ${describeFailure(error)}`)
+      const detail = describeFailure(error)
+      throw this.#fail(operationName, detail === 'timed out' ? 'timeout' : 'unreachable', `failed: ${detail}`)
     }
-    if (result.errors !== undefined && result.errors.length > 0) {
-      const first = String(result.errors[0]?.message ?? 'unknown error').slice(0, 200)
-      throw new LedgerUnavailableError(`Sui GraphQL ${operationName} returned errors: ${first}`)
+    const errors = result.errors ?? []
+    if (errors.length > 0) {
+      if (userErrors && errors.every((e) => errorCode(e) === 'BAD_USER_INPUT')) {
+        this.health.record(operationName, 'rejected')
+        return { rejected: true }
+      }
+      const code = errorCode(errors[0])
+      const first = String(errors[0]?.message ?? 'unknown error').slice(0, 200)
+      throw this.#fail(operationName, code === 'REQUEST_TIMEOUT' ? 'timeout' : 'error', `returned errors: ${code === undefined ? '' : `${code}: `}${first}`)
     }
-    if (result.data == null) throw new LedgerUnavailableError(`Sui GraphQL ${operationName} returned no data`)
-    return result.data
+    if (result.data == null) throw this.#fail(operationName, 'error', 'returned no data')
+    this.health.record(operationName, 'ok')
+    return { rejected: false, data: result.data }
   }
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { extensions?: { code?: unknown } } | undefined)?.extensions?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/** Whether a Move type (as Sui renders it) is declared in `packageId`. */
+function ofPackage(type: string | undefined, packageId: string): boolean {
+  if (type === undefined) return false
+  try {
+    return normalizeSuiAddress(parseStructTag(type).address) === packageId
+  } catch {
+    return false
+  }
+}
+
+/** The ID map object must be the map package's and hold the configured table (its UID inside). */
+function checkIdMap(contents: { type?: { repr: string } | null; json?: unknown } | null, objectId: string, mapPackageId: string | undefined, tableId: string): LedgerCheck {
+  const name = 'id map'
+  if (contents == null) return { name, ok: false, detail: `SUI_ID_MAP_OBJECT_ID=${objectId} is not a Move object on this network` }
+  const type = contents.type?.repr
+  if (mapPackageId !== undefined && !ofPackage(type, mapPackageId)) {
+    return { name, ok: false, detail: `SUI_ID_MAP_OBJECT_ID=${objectId} is a ${type ?? 'object of unknown type'}, not of the map package ${mapPackageId}` }
+  }
+  if (!JSON.stringify(contents.json ?? null).toLowerCase().includes(tableId.slice(2))) {
+    return { name, ok: false, detail: `the ID map object does not hold the table SUI_ID_MAP_TABLE_ID=${tableId}` }
+  }
+  return { name, ok: true, detail: `${objectId} (${type ?? 'unknown type'}) holds the table ${tableId}` }
 }
 
 function sameType(a: string, b: string): boolean {

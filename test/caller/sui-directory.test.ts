@@ -33,7 +33,7 @@ const TTL_S = 1
 before(async () => {
   stub = await startSuiGraphqlStub()
   fresh = await freshDatabaseEnv({ LEDGER_CACHE_TTL_S: String(TTL_S) })
-  const ledger = new SuiLedger({ graphqlUrl: stub.url, knsPackageId: stub.knsPackageId, idMapTableId: stub.idMapTableId, cacheTtlS: 0 })
+  const ledger = new SuiLedger(stub.ledgerOptions())
   service = await openService(fresh.config, { ledger })
   app = await buildApp(service, { logger: false })
   await app.ready()
@@ -120,7 +120,7 @@ test('a token without an ID-map entry -> NO_REGISTRY; a number without a token -
 
 test('TTL expiry: a key removed and a link removed on the ledger stop verifying once the entry expires, not before', async () => {
   const n = await suiNumber()
-  const directory = new KeyDirectory(service.db, new SuiLedger({ graphqlUrl: stub.url, knsPackageId: stub.knsPackageId, idMapTableId: stub.idMapTableId, cacheTtlS: 0 }), { ttlMs: 500 })
+  const directory = new KeyDirectory(service.db, new SuiLedger(stub.ledgerOptions()), { ttlMs: 500 })
   const run = (s: Signer, kid: string | null = s.keyId) =>
     runPipeline({ directory, origTN: n.phone, destTN: dest, jwt: jwtFor(n, s, kid), maxAgeS: 60, nowS: nowS() })
   assert.equal((await run(n.body)).success, true)
@@ -181,7 +181,7 @@ test('a ledger that fails answers 503 LEDGER_UNAVAILABLE, never a verdict', asyn
 // fresh, so its own TTL is the only one between a change on chain and its effect.
 test('a key removed on Sui stops verifying within one TTL even when the keystore object is shared by two numbers', async () => {
     const ttlMs = 1000
-    const ledger = new SuiLedger({ graphqlUrl: stub.url, knsPackageId: stub.knsPackageId, idMapTableId: stub.idMapTableId, cacheTtlS: ttlMs / 1000 })
+    const ledger = new SuiLedger(stub.ledgerOptions({ cacheTtlS: ttlMs / 1000 }))
     const directory = new KeyDirectory(service.db, ledger, { ttlMs })
     const a = await suiNumber()
     const b = await suiNumber()

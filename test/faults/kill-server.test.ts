@@ -47,12 +47,14 @@ test(`SIGKILL under concurrent approval creation loses no acknowledged approval 
   await load.stop()
   assert.equal(exit.signal, 'SIGKILL')
 
-  // Requests were in flight when the process died: the kill hit the load, not a pause in it.
+  // The kill hit the load, not a pause in it: approvals were being acknowledged right up to it.
+  // (Requests cut off by it are usual but not certain: at the instant of a kill the 16 workers
+  // can all be between requests, their last answers already in the socket buffers.)
   const cutOff = load.attempts.filter((a) => a.status === 0 && a.at < killedAt)
   const acknowledgedLast100ms = load.attempts.filter((a) => a.status === 200 && a.kind === 'approval' && a.at + a.ms > killedAt - 100).length
   t.diagnostic(`before the kill: ${summarize(load.attempts.filter((a) => a.at + a.ms <= killedAt))}; cut off by it: ${cutOff.length}; ` +
     `acknowledged in its last 100 ms: ${acknowledgedLast100ms}`)
-  assert.ok(cutOff.length > 0, 'no request was in flight at the kill')
+  assert.ok(acknowledgedLast100ms > 0, 'no approval was acknowledged in the last 100 ms before the kill')
   assert.ok(load.attempts.every((a) => a.status === 200 || a.status === 0), summarize(load.attempts))
 
   const second = await startServer(fresh.env)

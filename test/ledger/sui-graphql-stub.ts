@@ -1,18 +1,37 @@
 /**
- * A local stand-in for Sui's GraphQL RPC. It answers exactly the operations SuiLedger sends,
- * in the response shapes of the real schema (bundled with @mysten/sui), from an in-memory world.
- * Dispatch is by operation name, so a renamed or new query fails loudly instead of silently.
+ * A local stand-in for Sui's GraphQL RPC (`sui-indexer-alt-graphql`), strict where the real
+ * one is strict: every request is parsed and validated against the schema that ships with the
+ * installed `@mysten/sui` and then executed against it (graphql-js), so a field that does not
+ * exist, a wrong argument type, a malformed address or a page larger than the service's limit
+ * gets the GraphQL errors the real service gives (`extensions.code` as in its src/error.rs),
+ * and only the fields asked for come back. What it answers comes from an in-memory world.
+ *
+ * It cannot run what needs the live network: a zkLogin proof (Groth16 against the chain's
+ * JWKs) is accepted when the test registered it (`acceptZkProof`), bound to the address seed,
+ * the ephemeral key and the max epoch as the real proof is; everything else in a zkLogin
+ * signature (the author's address, the ephemeral signature over the message, the epoch) is
+ * checked for real, and other signature schemes are verified with real crypto.
  */
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { fromBase64, normalizeStructTag, normalizeSuiAddress, toHex } from '@mysten/sui/utils'
+import { execute, type GraphQLError } from 'graphql'
+import { parseSerializedSignature } from '@mysten/sui/cryptography'
+import { verifyPersonalMessageSignature } from '@mysten/sui/verify'
+import { computeZkLoginAddressFromSeed } from '@mysten/sui/zklogin'
+import { fromBase64, normalizeStructTag, normalizeSuiAddress, toBase64, toHex } from '@mysten/sui/utils'
+import type { SuiLedgerOptions } from '../../src/ledger/sui-ledger.ts'
+import { checkQuery, executableSchema, SUI_ERROR, suiError } from './sui-graphql-schema.ts'
 
 export const STUB_KNS_PACKAGE_ID = '0x' + '6b'.repeat(32)
+export const STUB_KEYSTORE_PACKAGE_ID = '0x' + '5c'.repeat(32)
+export const STUB_MAP_PACKAGE_ID = '0x' + '4d'.repeat(32)
+export const STUB_ID_MAP_OBJECT_ID = '0x' + '7b'.repeat(32)
 export const STUB_ID_MAP_TABLE_ID = '0x' + '7a'.repeat(32)
-export const STUB_KEYSTORE_TYPE = `0x${'5c'.repeat(32)}::keystore::Keystore`
-/** The real service's default max page size; the adapter asks for `first: 50`. */
-const EVENTS_PAGE_SIZE = 50
+export const STUB_KEYSTORE_TYPE = `${STUB_KEYSTORE_PACKAGE_ID}::keystore::Keystore`
+/** The real service's page limits when not configured otherwise (default 20, max 50). */
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 50
 
 export type StubOwner = string | 'shared' | 'immutable' | { objectOwner: string } | { consensusOwner: string }
 
@@ -33,6 +52,10 @@ export interface StubKeystore {
   type?: string
 }
 export interface StubRequest { operationName: string | null; query: string; variables: Record<string, unknown> }
+/** A zkLogin proof the stub treats as valid (it cannot run the Groth16 verifier). */
+export interface StubZkProof { proofPoints: unknown; addressSeed: string; ephemeralAddress: string; maxEpoch: number }
+/** A fault injected into one root field: an error the real service can answer, and/or a stall. */
+export interface StubFault { error?: 'INTERNAL_SERVER_ERROR' | 'REQUEST_TIMEOUT'; delayMs?: number }
 
 interface StoredObject { type: string; json: Record<string, unknown>; owner: StubOwner }
 
@@ -41,17 +64,25 @@ export interface SuiGraphqlWorld {
   addKeystore(keystore: StubKeystore): void
   /** Any Move object, e.g. a keystore with hand-made JSON. */
   addObject(objectId: string, object: StoredObject): void
-  /** A Move package: exists, but `asMoveObject` is null. */
+  /** A Move package: exists, `asMovePackage` set and `asMoveObject` null. */
   addPackage(objectId: string): void
   addTransaction(tx: StubTransaction): void
   link(tokenId: string, keystoreIds: string[]): void
   unlink(tokenId: string): void
+  acceptZkProof(proof: StubZkProof): void
+  /** The current epoch (zkLogin signatures with a smaller max epoch have expired). */
+  setEpoch(epoch: number): void
+  setMaxPageSize(size: number): void
   /** Make every request fail: HTTP 500, or HTTP 200 with a GraphQL `errors` array. */
   fail(mode: 'http500' | 'graphql-errors' | null): void
+  /** A fault on one root field (e.g. `verifySignature`), null to clear. */
+  fault(field: string, fault: StubFault | null): void
   /** Delay every answer, to exercise client timeouts. */
   delay(ms: number): void
-  /** Every request received, oldest first. */
+  /** Every request received, oldest first (invalid ones too). */
   readonly requests: StubRequest[]
+  /** The GraphQL errors the stub answered, oldest first: a test can assert there were none. */
+  readonly errors: Array<{ operationName: string | null; message: string; code: unknown }>
   clearRequests(): void
 }
 
@@ -59,7 +90,14 @@ export interface SuiGraphqlStub {
   url: string
   world: SuiGraphqlWorld
   knsPackageId: string
+  keystorePackageId: string
+  mapPackageId: string
+  idMapObjectId: string
   idMapTableId: string
+  /** SuiLedger options for this stub's deployment (no cache unless overridden). */
+  ledgerOptions(overrides?: Partial<SuiLedgerOptions>): SuiLedgerOptions
+  /** The environment of a server on LEDGER=sui against this stub. */
+  ledgerEnv(): Record<string, string>
   close(): Promise<void>
 }
 
@@ -73,25 +111,52 @@ function ownerJson(owner: StubOwner): Record<string, unknown> {
   return { __typename: 'ConsensusAddressOwner', address: { address: id(owner.consensusOwner) } }
 }
 
+/** Opaque cursors, as the real service's are; a cursor it did not issue is a user error. */
 function cursor(index: number): string {
   return Buffer.from(JSON.stringify({ c: 1, i: index })).toString('base64')
 }
 
 function cursorIndex(value: unknown): number {
-  if (typeof value !== 'string') return 0
-  const parsed = JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as { i: number }
-  return parsed.i + 1
+  if (value == null) return 0
+  try {
+    const parsed = JSON.parse(Buffer.from(String(value), 'base64').toString('utf8')) as { i?: unknown }
+    if (typeof parsed.i === 'number' && Number.isSafeInteger(parsed.i) && parsed.i >= 0) return parsed.i + 1
+  } catch { /* below */ }
+  throw suiError('Failed to parse cursor', SUI_ERROR.BAD_USER_INPUT)
 }
 
-export async function startSuiGraphqlStub(options: { knsPackageId?: string; idMapTableId?: string } = {}): Promise<SuiGraphqlStub> {
+/** A forward page of `all`, as a connection: `first` (default page size when absent) from after `after`. */
+function page<T>(all: readonly T[], args: { first?: number | null; after?: string | null }): unknown {
+  const start = cursorIndex(args.after)
+  const nodes = all.slice(start, start + (args.first ?? DEFAULT_PAGE_SIZE))
+  return {
+    pageInfo: {
+      hasNextPage: start + nodes.length < all.length,
+      hasPreviousPage: start > 0,
+      startCursor: nodes.length === 0 ? null : cursor(start),
+      endCursor: nodes.length === 0 ? null : cursor(start + nodes.length - 1),
+    },
+    nodes,
+  }
+}
+
+export interface StubOptions { knsPackageId?: string; idMapTableId?: string }
+
+export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<SuiGraphqlStub> {
   const knsPackageId = id(options.knsPackageId ?? STUB_KNS_PACKAGE_ID)
   const idMapTableId = id(options.idMapTableId ?? STUB_ID_MAP_TABLE_ID)
   const objects = new Map<string, StoredObject | 'package'>()
   const transactions = new Map<string, StubTransaction>()
   const links = new Map<string, string[]>()
+  const zkProofs = new Map<string, StubZkProof>()
+  const faults = new Map<string, StubFault>()
   const requests: StubRequest[] = []
+  const errors: SuiGraphqlWorld['errors'] = []
   let failure: 'http500' | 'graphql-errors' | null = null
   let delayMs = 0
+  let epoch = 100
+  let maxPageSize = MAX_PAGE_SIZE
+  const schema = executableSchema(() => maxPageSize)
 
   const world: SuiGraphqlWorld = {
     addToken(objectId, owner, type = `${knsPackageId}::kns::Kns`) {
@@ -115,82 +180,148 @@ export async function startSuiGraphqlStub(options: { knsPackageId?: string; idMa
     addTransaction(tx) { transactions.set(tx.digest, tx) },
     link(tokenId, keystoreIds) { links.set(id(tokenId), keystoreIds.map(id)) },
     unlink(tokenId) { links.delete(id(tokenId)) },
+    acceptZkProof(proof) { zkProofs.set(JSON.stringify(proof.proofPoints), proof) },
+    setEpoch(value) { epoch = value },
+    setMaxPageSize(size) { maxPageSize = size },
     fail(mode) { failure = mode },
+    fault(field, value) { if (value === null) faults.delete(field); else faults.set(field, value) },
     delay(ms) { delayMs = ms },
     requests,
-    clearRequests() { requests.length = 0 },
+    errors,
+    clearRequests() { requests.length = 0; errors.length = 0 },
   }
 
-  function getObject(variables: Record<string, unknown>): unknown {
-    const address = id(String(variables.address))
+  // The published objects every deployment has: the packages and the ID map holding its table.
+  for (const pkg of [knsPackageId, STUB_KEYSTORE_PACKAGE_ID, STUB_MAP_PACKAGE_ID]) world.addPackage(pkg)
+  world.addObject(STUB_ID_MAP_OBJECT_ID, {
+    type: `${STUB_MAP_PACKAGE_ID}::map::IdMap`,
+    owner: 'shared',
+    json: { id: STUB_ID_MAP_OBJECT_ID, map: { id: idMapTableId, size: '0' } },
+  })
+
+  function objectNode(address: string): unknown {
     const stored = objects.get(address)
-    if (stored === undefined) return { object: null }
-    if (stored === 'package') return { object: { address, owner: { __typename: 'Immutable' }, asMoveObject: null } }
+    if (stored === undefined) return null
+    if (stored === 'package') return { address, owner: { __typename: 'Immutable' }, asMoveObject: null, asMovePackage: { address } }
     return {
-      object: {
-        address,
-        owner: ownerJson(stored.owner),
-        asMoveObject: { contents: { type: { repr: normalizeStructTag(stored.type) }, json: stored.json } },
-      },
+      address,
+      owner: ownerJson(stored.owner),
+      asMovePackage: null,
+      asMoveObject: { address, contents: { type: { repr: normalizeStructTag(stored.type) }, json: stored.json } },
     }
   }
 
-  function getTransaction(variables: Record<string, unknown>): unknown {
-    const tx = transactions.get(String(variables.digest))
-    if (tx === undefined) return { transaction: null }
+  function transactionNode(digest: string): unknown {
+    const tx = transactions.get(digest)
+    if (tx === undefined) return null
     // A failed transaction's effects carry no events, whatever the test world says.
-    const all = tx.success ? tx.events : []
-    const start = cursorIndex(variables.eventsAfter)
-    const page = all.slice(start, start + EVENTS_PAGE_SIZE)
+    const events = (tx.success ? tx.events : []).map((event) => ({
+      sender: { address: id(event.sender ?? tx.sender) },
+      contents: { type: { repr: normalizeStructTag(event.type) }, json: event.json },
+    }))
     return {
-      transaction: {
-        digest: tx.digest,
-        sender: { address: id(tx.sender) },
-        effects: {
-          status: tx.success ? 'SUCCESS' : 'FAILURE',
-          timestamp: tx.timestampMs === null ? null : new Date(tx.timestampMs).toISOString(),
-          events: {
-            pageInfo: {
-              hasNextPage: start + page.length < all.length,
-              endCursor: page.length === 0 ? null : cursor(start + page.length - 1),
-            },
-            nodes: page.map((event) => ({
-              sender: { address: id(event.sender ?? tx.sender) },
-              contents: { type: { repr: normalizeStructTag(event.type) }, json: event.json },
-            })),
-          },
-        },
+      digest: tx.digest,
+      sender: { address: id(tx.sender) },
+      effects: {
+        status: tx.success ? 'SUCCESS' : 'FAILURE',
+        timestamp: tx.timestampMs === null ? null : new Date(tx.timestampMs).toISOString(),
+        events: (args: { first?: number; after?: string }) => page(events, args),
       },
     }
   }
 
-  function getDynamicField(variables: Record<string, unknown>): unknown {
-    const parent = id(String(variables.parent))
-    const name = variables.name as { type?: string; bcs?: string } | undefined
-    const nameType = name?.type === undefined ? null : normalizeStructTag(name.type)
-    const keyBytes = name?.bcs === undefined ? new Uint8Array() : fromBase64(name.bcs)
+  function dynamicField(parent: string, name: { type: string; bcs: string }): unknown {
+    let nameType: string
+    try {
+      nameType = normalizeStructTag(name.type)
+    } catch {
+      throw suiError(`Invalid type: ${name.type.slice(0, 80)}`, SUI_ERROR.BAD_USER_INPUT)
+    }
+    const keyBytes = fromBase64(name.bcs)
     // Sui keys dynamic fields by (type, bcs): a different name type is a different field.
     const found = parent === idMapTableId && nameType === normalizeStructTag('0x2::object::ID') && keyBytes.length === 32
       ? links.get('0x' + toHex(keyBytes))
       : undefined
-    if (found === undefined) return { address: { dynamicField: null } }
-    return {
-      address: {
-        dynamicField: {
-          value: {
-            __typename: 'MoveValue',
-            type: { repr: `vector<${normalizeStructTag('0x2::object::ID')}>` },
-            json: found,
-          },
-        },
-      },
-    }
+    if (found === undefined) return null
+    return { value: { __typename: 'MoveValue', type: { repr: `vector<${normalizeStructTag('0x2::object::ID')}>` }, json: found } }
   }
 
-  const handlers: Record<string, (variables: Record<string, unknown>) => unknown> = {
-    knsGetObject: getObject,
-    knsGetTransaction: getTransaction,
-    knsGetDynamicField: getDynamicField,
+  /** The real service's verify_signature: success, or a BAD_USER_INPUT error saying why not. */
+  async function verify(message: string, signature: string, personal: boolean, author: string, zkLoginOnly: boolean): Promise<{ success: boolean }> {
+    if (!personal) throw suiError('Failed to deserialize TransactionData from bytes', SUI_ERROR.BAD_USER_INPUT)
+    let parsed: ReturnType<typeof parseSerializedSignature>
+    try {
+      parsed = parseSerializedSignature(signature)
+    } catch {
+      throw suiError('Cannot parse signature', SUI_ERROR.BAD_USER_INPUT)
+    }
+    const bytes = fromBase64(message)
+    const failed = (why: string) => suiError(`Verification failed: ${why}`, SUI_ERROR.BAD_USER_INPUT)
+    if (parsed.signatureScheme !== 'ZkLogin') {
+      if (zkLoginOnly) throw suiError('Cannot parse signature', SUI_ERROR.BAD_USER_INPUT)
+      try {
+        await verifyPersonalMessageSignature(bytes, signature, { address: author })
+      } catch (err) {
+        throw failed((err as Error).message)
+      }
+      return { success: true }
+    }
+    const { zkLogin } = parsed
+    const seed = zkLogin.addressSeed
+    const addresses = [computeZkLoginAddressFromSeed(seed, zkLogin.iss, false), computeZkLoginAddressFromSeed(seed, zkLogin.iss, true)]
+    if (!addresses.includes(id(author))) throw failed('zkLogin address does not match the author')
+    const maxEpoch = Number(zkLogin.maxEpoch)
+    if (maxEpoch < epoch) throw failed(`zkLogin max epoch ${maxEpoch} is before the current epoch ${epoch}`)
+    let ephemeral: string
+    try {
+      const key = await verifyPersonalMessageSignature(bytes, toBase64(zkLogin.userSignature as Uint8Array))
+      ephemeral = key.toSuiAddress()
+    } catch {
+      throw failed('the ephemeral signature does not verify over the message')
+    }
+    const proof = zkProofs.get(JSON.stringify(zkLogin.inputs.proofPoints))
+    if (proof === undefined || proof.addressSeed !== String(seed) || proof.ephemeralAddress !== ephemeral || proof.maxEpoch !== maxEpoch) {
+      throw failed('Groth16 proof verify failed')
+    }
+    return { success: true }
+  }
+
+  async function faulted<T>(field: string, answer: () => T | Promise<T>): Promise<T> {
+    const fault = faults.get(field)
+    if (fault?.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
+    if (fault?.error === 'REQUEST_TIMEOUT') throw suiError('Request timed out after 10.00s', SUI_ERROR.REQUEST_TIMEOUT)
+    if (fault?.error === 'INTERNAL_SERVER_ERROR') throw suiError('Failed to fetch current Epoch', SUI_ERROR.INTERNAL_SERVER_ERROR)
+    return answer()
+  }
+
+  const rootValue = {
+    object: (args: { address: string }) => faulted('object', () => objectNode(args.address)),
+    address: (args: { address: string }) => faulted('address', () => ({
+      address: args.address,
+      dynamicField: ({ name }: { name: { type: string; bcs: string } }) => dynamicField(args.address, name),
+    })),
+    transaction: (args: { digest: string }) => faulted('transaction', () => transactionNode(args.digest)),
+    epoch: () => faulted('epoch', () => ({ epochId: epoch })),
+    serviceConfig: () => faulted('serviceConfig', () => ({
+      maxPageSize: (args: { type: string; field: string }) => {
+        const type = schema.getType(args.type) as { getFields?: () => Record<string, { args: Array<{ name: string }> }> } | undefined
+        const field = type?.getFields?.()[args.field]
+        return field?.args.some((a) => a.name === 'first') ? maxPageSize : null
+      },
+      defaultPageSize: () => DEFAULT_PAGE_SIZE,
+      queryTimeoutMs: () => 40_000,
+    })),
+    verifySignature: (args: { message: string; signature: string; intentScope: string; author: string }) =>
+      faulted('verifySignature', () => verify(args.message, args.signature, args.intentScope === 'PERSONAL_MESSAGE', args.author, false)),
+    verifyZkLoginSignature: (args: { bytes: string; signature: string; intentScope: string; author: string }) =>
+      faulted('verifyZkLoginSignature', () => verify(args.bytes, args.signature, args.intentScope === 'PERSONAL_MESSAGE', args.author, true)),
+  }
+
+  async function answer(query: string, operationName: string | null, variables: Record<string, unknown>): Promise<{ data?: unknown; errors?: readonly GraphQLError[] }> {
+    const checked = checkQuery(schema, query)
+    if ('errors' in checked) return { errors: checked.errors }
+    const result = await execute({ schema, document: checked.document, rootValue, variableValues: variables, operationName })
+    return result
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -201,29 +332,27 @@ export async function startSuiGraphqlStub(options: { knsPackageId?: string; idMa
     if (req.method !== 'POST' || req.url !== '/graphql') return send(404, { errors: [{ message: 'Not found' }] })
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
-    let body: { query?: string; operationName?: string | null; variables?: Record<string, unknown> | null }
+    let body: { query?: unknown; operationName?: unknown; variables?: unknown }
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
     } catch {
       return send(400, { errors: [{ message: 'Invalid JSON body' }] })
     }
-    const query = body.query ?? ''
-    const operationName = body.operationName ?? /\b(?:query|mutation)\s+(\w+)/.exec(query)?.[1] ?? null
-    const variables = body.variables ?? {}
-    requests.push({ operationName, query, variables })
+    const query = typeof body.query === 'string' ? body.query : ''
+    const operationName = typeof body.operationName === 'string' ? body.operationName : null
+    const variables = typeof body.variables === 'object' && body.variables !== null ? body.variables as Record<string, unknown> : {}
+    requests.push({ operationName: operationName ?? /\b(?:query|mutation)\s+(\w+)/.exec(query)?.[1] ?? null, query, variables })
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
     if (failure === 'http500') {
       res.writeHead(500, { 'content-type': 'text/plain' })
       return void res.end('Internal Server Error')
     }
     if (failure === 'graphql-errors') {
-      return send(200, { data: null, errors: [{ message: 'Request timed out', extensions: { code: 'REQUEST_TIMEOUT' } }] })
+      return send(200, { data: null, errors: [{ message: 'Request timed out', extensions: { code: SUI_ERROR.REQUEST_TIMEOUT } }] })
     }
-    const handler = operationName === null ? undefined : handlers[operationName]
-    if (handler === undefined) {
-      return send(200, { errors: [{ message: `Stub does not know operation ${String(operationName)}` }] })
-    }
-    send(200, { data: handler(variables) })
+    const result = await answer(query, operationName, variables)
+    for (const error of result.errors ?? []) errors.push({ operationName, message: error.message, code: error.extensions?.code })
+    send(200, result)
   }
 
   const server = createServer((req, res) => {
@@ -238,7 +367,31 @@ export async function startSuiGraphqlStub(options: { knsPackageId?: string; idMa
     url: `http://127.0.0.1:${port}/graphql`,
     world,
     knsPackageId,
+    keystorePackageId: id(STUB_KEYSTORE_PACKAGE_ID),
+    mapPackageId: id(STUB_MAP_PACKAGE_ID),
+    idMapObjectId: id(STUB_ID_MAP_OBJECT_ID),
     idMapTableId,
+    ledgerOptions: (overrides = {}) => ({
+      graphqlUrl: `http://127.0.0.1:${port}/graphql`,
+      knsPackageId,
+      keystorePackageId: id(STUB_KEYSTORE_PACKAGE_ID),
+      mapPackageId: id(STUB_MAP_PACKAGE_ID),
+      idMapObjectId: id(STUB_ID_MAP_OBJECT_ID),
+      idMapTableId,
+      cacheTtlS: 0,
+      freshnessMs: 0,
+      ...overrides,
+    }),
+    ledgerEnv: () => ({
+      LEDGER: 'sui',
+      SUI_GRAPHQL_URL: `http://127.0.0.1:${port}/graphql`,
+      KNS_PACKAGE_ID: knsPackageId,
+      SUI_KEYSTORE_PACKAGE_ID: id(STUB_KEYSTORE_PACKAGE_ID),
+      SUI_MAP_PACKAGE_ID: id(STUB_MAP_PACKAGE_ID),
+      SUI_ID_MAP_OBJECT_ID: id(STUB_ID_MAP_OBJECT_ID),
+      SUI_ID_MAP_TABLE_ID: idMapTableId,
+      LEDGER_FRESHNESS_MS: '0',
+    }),
     close: () => new Promise<void>((resolve, reject) => {
       server.closeAllConnections()
       server.close((error) => (error ? reject(error) : resolve()))

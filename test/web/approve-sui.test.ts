@@ -25,7 +25,7 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
   before(async () => {
     stub = await startSuiGraphqlStub()
     server = await startWebServer({
-      LEDGER: 'sui', SUI_GRAPHQL_URL: stub.url, KNS_PACKAGE_ID: stub.knsPackageId, SUI_ID_MAP_TABLE_ID: stub.idMapTableId, LEDGER_CACHE_TTL_S: '0',
+      ...stub.ledgerEnv(), LEDGER_CACHE_TTL_S: '0',
     })
     key = await server.h.key({ vendor: 'Sui Bank' })
     browser = await launchChromium()

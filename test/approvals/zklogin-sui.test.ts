@@ -1,0 +1,133 @@
+/**
+ * zkLogin approvals with LEDGER=sui, against the strict GraphQL stub: the ledger verifies
+ * (`verifySignature`, not the deprecated field), an outage of the ledger is a 503
+ * LEDGER_UNAVAILABLE and never INVALID_SIGNATURE, every call has a deadline, and both address
+ * derivations of one proof (padded and legacy) are accepted as the owner.
+ */
+import { after, before, beforeEach, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/http/app.ts'
+import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
+import { openService, type Service } from '../../src/service.ts'
+import { createApiKey } from '../../src/keys/api-keys.ts'
+import { freshDatabaseEnv, type Harness, type TestEnv } from '../helpers.ts'
+import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
+import { approvalBody, assertVerdict, createApproval, details, randomObjectId, verifySignature } from '../support/kns.ts'
+import { zkLoginWallet, type ZkLoginWallet } from '../support/zklogin.ts'
+
+const TIMEOUT_MS = 400
+
+let stub: SuiGraphqlStub
+let fresh: TestEnv
+let service: Service
+let app: FastifyInstance
+let h: Harness
+let key: string
+
+before(async () => {
+  stub = await startSuiGraphqlStub()
+  fresh = await freshDatabaseEnv()
+  const ledger = new SuiLedger(stub.ledgerOptions({ timeoutMs: TIMEOUT_MS }))
+  service = await openService(fresh.config, { ledger })
+  app = await buildApp(service, { logger: false })
+  await app.ready()
+  h = { service, app, env: fresh.env, key: async () => '', close: async () => {} }
+  key = (await createApiKey(service.db, { vendor: 'Acme Bank', scopes: ['approvals'], rate: 100_000 })).key
+})
+after(async () => {
+  await app?.close()
+  await service?.close()
+  await fresh?.cleanup()
+  await stub?.close()
+})
+beforeEach(() => {
+  stub.world.fault('verifySignature', null)
+  stub.world.setEpoch(100)
+})
+
+/** A token owned by `owner` on the stub and a `sign` approval for it. */
+async function approvalOwnedBy(owner: string): Promise<string> {
+  const tokenId = randomObjectId()
+  stub.world.addToken(tokenId, owner)
+  return createApproval(h, key, approvalBody({ objectId: tokenId }))
+}
+
+async function signed(wallet: ZkLoginWallet, ref: string): Promise<string> {
+  return wallet.signPersonalMessage((await details(h, ref)).signMessage as string)
+}
+
+function accepted(): ZkLoginWallet {
+  const wallet = zkLoginWallet()
+  stub.world.acceptZkProof(wallet.proof)
+  return wallet
+}
+
+describe('zkLogin approvals on LEDGER=sui', () => {
+  test('the owner\'s zkLogin signature approves, verified by the ledger through verifySignature', async () => {
+    const wallet = accepted()
+    const ref = await approvalOwnedBy(wallet.address)
+    stub.world.clearRequests()
+    assertVerdict(await verifySignature(h, ref, await signed(wallet, ref)), true)
+    const d = await details(h, ref)
+    assert.equal(d.status, 'approved')
+    assert.equal(d.wallet, wallet.address)
+    const operations = stub.world.requests.map((r) => r.operationName)
+    assert.ok(operations.includes('knsVerifySignature'), operations.join(', '))
+    assert.deepEqual(stub.world.errors, [])
+  })
+
+  test('a token held under the legacy derivation of the same proof: approved, that address recorded', async () => {
+    const wallet = accepted()
+    assert.notEqual(wallet.legacyAddress, wallet.address)
+    const ref = await approvalOwnedBy(wallet.legacyAddress)
+    assertVerdict(await verifySignature(h, ref, await signed(wallet, ref)), true)
+    assert.equal((await details(h, ref)).wallet, wallet.legacyAddress)
+  })
+
+  test('a zkLogin signature the ledger rejects is INVALID_SIGNATURE: wrong message, expired epoch, unknown proof', async () => {
+    const wallet = accepted()
+    const ref = await approvalOwnedBy(wallet.address)
+    assertVerdict(await verifySignature(h, ref, await wallet.signPersonalMessage('another message')), 'INVALID_SIGNATURE')
+    stub.world.setEpoch(wallet.proof.maxEpoch + 1)
+    assertVerdict(await verifySignature(h, ref, await signed(wallet, ref)), 'INVALID_SIGNATURE')
+    stub.world.setEpoch(100)
+    const unproven = zkLoginWallet()
+    const other = await approvalOwnedBy(unproven.address)
+    assertVerdict(await verifySignature(h, other, await signed(unproven, other)), 'INVALID_SIGNATURE')
+    assert.equal((await details(h, ref)).status, 'pending')
+  })
+
+  test('a zkLogin signature from someone else\'s proof: WRONG_SIGNER, not approved', async () => {
+    const owner = accepted()
+    const stranger = accepted()
+    const ref = await approvalOwnedBy(owner.address)
+    assertVerdict(await verifySignature(h, ref, await signed(stranger, ref)), 'WRONG_SIGNER')
+    assert.equal((await details(h, ref)).status, 'pending')
+  })
+
+  for (const [name, fault] of [
+    ['an INTERNAL_SERVER_ERROR answer', { error: 'INTERNAL_SERVER_ERROR' as const }],
+    ['a REQUEST_TIMEOUT answer', { error: 'REQUEST_TIMEOUT' as const }],
+    ['a stall past the deadline', { delayMs: TIMEOUT_MS * 4 }],
+  ] as const) {
+    test(`${name} while verifying is a ledger outage: 503 LEDGER_UNAVAILABLE, never INVALID_SIGNATURE; counted in /metrics`, async () => {
+      const wallet = accepted()
+      const ref = await approvalOwnedBy(wallet.address)
+      const signature = await signed(wallet, ref)
+      stub.world.fault('verifySignature', fault)
+      const res = await verifySignature(h, ref, signature)
+      assert.equal(res.statusCode, 503, res.body)
+      assert.equal(res.json().code, 'LEDGER_UNAVAILABLE')
+      assert.equal((await details(h, ref)).status, 'pending')
+      const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
+      const outcome = 'error' in fault && fault.error === 'INTERNAL_SERVER_ERROR' ? 'error' : 'timeout'
+      assert.match(metrics, new RegExp(`kns_ledger_requests_total\\{operation="knsVerifySignature",outcome="${outcome}"\\} [1-9]`))
+      assert.match(metrics, /kns_ledger_unavailable 1/)
+      // The same signature goes through once the ledger is back.
+      stub.world.fault('verifySignature', null)
+      assertVerdict(await verifySignature(h, ref, signature), true)
+      assert.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /kns_ledger_unavailable 0/)
+    })
+  }
+})
