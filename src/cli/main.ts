@@ -19,6 +19,7 @@ Usage: kns <command> [options] [--json]
 
   serve                                   start the HTTP API (same as npm start)
   migrate                                 apply pending database migrations
+  doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
   api-key create --vendor <brand> [--scopes approvals,caller,admin] [--rate <req/s>]
   api-key list
   api-key revoke <id>
@@ -126,6 +127,10 @@ export async function main(argv: string[]): Promise<number> {
         await db.close()
       }
       return 0
+    }
+    if (command === 'doctor') {
+      const { doctorCommand } = await import('./doctor-command.ts')
+      return await doctorCommand(config, out)
     }
     if (!['serve', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)

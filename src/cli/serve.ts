@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
 import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
+import { checkLedger } from '../ledger/ledger.ts'
 import type { Service } from '../service.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000
@@ -70,5 +71,22 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   await app.listen({ port: service.config.port, host: service.config.host })
   for (const warning of service.warnings) app.log.warn(warning)
   app.log.info({ engine: service.db.engine, ledger: service.ledger.kind, publicBaseUrl: service.config.publicBaseUrl }, 'kns ready')
+  void reportLedger(app, service)
   return app
+}
+
+/**
+ * The ledger's start-up check, in the background: the API serves while the ledger is slow or
+ * down (registration, statistics, lookups of stored approvals), so a failed check is logged
+ * loudly, not fatal. `kns doctor` runs the same check on demand.
+ */
+async function reportLedger(app: FastifyInstance, service: Service): Promise<void> {
+  if (service.ledger.check === undefined) return
+  const report = await checkLedger(service.ledger)
+  if (report.unreachable !== undefined) {
+    app.log.error({ reason: report.unreachable }, 'ledger check: the Sui GraphQL service cannot be asked; requests that need the ledger answer 503 LEDGER_UNAVAILABLE until it can')
+    return
+  }
+  for (const check of report.checks.filter((c) => !c.ok)) app.log.error({ check: check.name }, `ledger check failed: ${check.detail}`)
+  if (report.ok) app.log.info({ checks: report.checks.map((c) => `${c.name}: ${c.detail}`) }, 'ledger check passed')
 }

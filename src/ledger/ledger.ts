@@ -98,3 +98,17 @@ export const ADDRESS_PATTERN = OBJECT_ID_PATTERN
 export function normalizeId(id: string): string {
   return id.toLowerCase()
 }
+
+/** The start-up check's outcome: each finding, or why the ledger could not be asked. */
+export interface LedgerCheckReport { ok: boolean; checks: LedgerCheck[]; unreachable?: string }
+
+/** Runs the ledger's start-up check, if it has one; an unreachable ledger is a finding, not a throw. */
+export async function checkLedger(ledger: Ledger): Promise<LedgerCheckReport> {
+  if (ledger.check === undefined) return { ok: true, checks: [{ name: 'ledger', ok: true, detail: 'LEDGER=local: the embedded ledger lives in the database' }] }
+  try {
+    const checks = await ledger.check()
+    return { ok: checks.every((c) => c.ok), checks }
+  } catch (err) {
+    return { ok: false, checks: [], unreachable: err instanceof Error ? err.message : String(err) }
+  }
+}
