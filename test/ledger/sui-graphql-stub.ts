@@ -140,11 +140,22 @@ function page<T>(all: readonly T[], args: { first?: number | null; after?: strin
   }
 }
 
-export interface StubOptions { knsPackageId?: string; idMapTableId?: string }
+/** The deployment the stub holds; by default made-up IDs, or e.g. the published testnet ones of domain.md. */
+export interface StubOptions {
+  knsPackageId?: string
+  keystorePackageId?: string
+  mapPackageId?: string
+  idMapObjectId?: string
+  idMapTableId?: string
+}
 
 export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<SuiGraphqlStub> {
   const knsPackageId = id(options.knsPackageId ?? STUB_KNS_PACKAGE_ID)
+  const keystorePackageId = id(options.keystorePackageId ?? STUB_KEYSTORE_PACKAGE_ID)
+  const mapPackageId = id(options.mapPackageId ?? STUB_MAP_PACKAGE_ID)
+  const idMapObjectId = id(options.idMapObjectId ?? STUB_ID_MAP_OBJECT_ID)
   const idMapTableId = id(options.idMapTableId ?? STUB_ID_MAP_TABLE_ID)
+  const keystoreType = `${keystorePackageId}::keystore::Keystore`
   const objects = new Map<string, StoredObject | 'package'>()
   const transactions = new Map<string, StubTransaction>()
   const links = new Map<string, string[]>()
@@ -164,7 +175,7 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
     },
     addKeystore(k) {
       objects.set(id(k.objectId), {
-        type: k.type ?? STUB_KEYSTORE_TYPE,
+        type: k.type ?? keystoreType,
         owner: 'shared',
         json: {
           id: id(k.objectId),
@@ -192,11 +203,11 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
   }
 
   // The published objects every deployment has: the packages and the ID map holding its table.
-  for (const pkg of [knsPackageId, STUB_KEYSTORE_PACKAGE_ID, STUB_MAP_PACKAGE_ID]) world.addPackage(pkg)
-  world.addObject(STUB_ID_MAP_OBJECT_ID, {
-    type: `${STUB_MAP_PACKAGE_ID}::map::IdMap`,
+  for (const pkg of [knsPackageId, keystorePackageId, mapPackageId]) world.addPackage(pkg)
+  world.addObject(idMapObjectId, {
+    type: `${mapPackageId}::map::IdMap`,
     owner: 'shared',
-    json: { id: STUB_ID_MAP_OBJECT_ID, map: { id: idMapTableId, size: '0' } },
+    json: { id: idMapObjectId, map: { id: idMapTableId, size: '0' } },
   })
 
   function objectNode(address: string): unknown {
@@ -367,16 +378,16 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
     url: `http://127.0.0.1:${port}/graphql`,
     world,
     knsPackageId,
-    keystorePackageId: id(STUB_KEYSTORE_PACKAGE_ID),
-    mapPackageId: id(STUB_MAP_PACKAGE_ID),
-    idMapObjectId: id(STUB_ID_MAP_OBJECT_ID),
+    keystorePackageId,
+    mapPackageId,
+    idMapObjectId,
     idMapTableId,
     ledgerOptions: (overrides = {}) => ({
       graphqlUrl: `http://127.0.0.1:${port}/graphql`,
       knsPackageId,
-      keystorePackageId: id(STUB_KEYSTORE_PACKAGE_ID),
-      mapPackageId: id(STUB_MAP_PACKAGE_ID),
-      idMapObjectId: id(STUB_ID_MAP_OBJECT_ID),
+      keystorePackageId,
+      mapPackageId,
+      idMapObjectId,
       idMapTableId,
       cacheTtlS: 0,
       freshnessMs: 0,
@@ -386,9 +397,9 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
       LEDGER: 'sui',
       SUI_GRAPHQL_URL: `http://127.0.0.1:${port}/graphql`,
       KNS_PACKAGE_ID: knsPackageId,
-      SUI_KEYSTORE_PACKAGE_ID: id(STUB_KEYSTORE_PACKAGE_ID),
-      SUI_MAP_PACKAGE_ID: id(STUB_MAP_PACKAGE_ID),
-      SUI_ID_MAP_OBJECT_ID: id(STUB_ID_MAP_OBJECT_ID),
+      SUI_KEYSTORE_PACKAGE_ID: keystorePackageId,
+      SUI_MAP_PACKAGE_ID: mapPackageId,
+      SUI_ID_MAP_OBJECT_ID: idMapObjectId,
       SUI_ID_MAP_TABLE_ID: idMapTableId,
       LEDGER_FRESHNESS_MS: '0',
     }),

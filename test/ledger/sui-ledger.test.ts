@@ -1,4 +1,4 @@
-import { after, before, beforeEach, describe, test } from 'node:test'
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { toBase58 } from '@mysten/sui/utils'
@@ -25,6 +25,10 @@ before(async () => {
 })
 after(async () => {
   await stub.close()
+})
+// Every query the adapter sent was valid and answered without error (a stub error is a bug in a query).
+afterEach(() => {
+  assert.deepEqual(stub.world.errors, [])
 })
 beforeEach(() => {
   stub.world.fail(null)

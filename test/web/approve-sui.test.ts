@@ -21,11 +21,14 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
   let server: WebServer
   let browser: Browser
   let key: string
+  /** The KNS package was upgraded: calls go to the latest version, types keep the original ID. */
+  const latestPackageId = normalizeSuiAddress(`0x${randomBytes(32).toString('hex')}`)
 
   before(async () => {
     stub = await startSuiGraphqlStub()
+    stub.world.addPackage(latestPackageId)
     server = await startWebServer({
-      ...stub.ledgerEnv(), LEDGER_CACHE_TTL_S: '0',
+      ...stub.ledgerEnv(), KNS_LATEST_PACKAGE_ID: latestPackageId, LEDGER_CACHE_TTL_S: '0',
     })
     key = await server.h.key({ vendor: 'Sui Bank' })
     browser = await launchChromium()
@@ -36,7 +39,7 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
     await stub?.close()
   })
 
-  test('event: the wallet executes kns::approve(token, ref); the page verifies the digest and redirects', async () => {
+  test('event: the wallet executes kns::approve(token, ref) on the latest package; the page verifies the digest (event of the original type) and redirects', async () => {
     const owner = newKeypair()
     const tokenId = normalizeSuiAddress(`0x${randomBytes(32).toString('hex')}`)
     stub.world.addToken(tokenId, owner.toSuiAddress())
@@ -54,7 +57,7 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
       assert.equal(data.sender, owner.toSuiAddress())
       assert.equal(data.commands.length, 1)
       const call = data.commands[0]!.MoveCall!
-      assert.deepEqual([normalizeSuiAddress(call.package), call.module, call.function], [stub.knsPackageId, 'kns', 'approve'])
+      assert.deepEqual([normalizeSuiAddress(call.package), call.module, call.function], [latestPackageId, 'kns', 'approve'])
       const [tokenArg, refArg] = call.arguments.map((arg) => data.inputs[(arg as { Input: number }).Input]!)
       assert.equal(normalizeSuiAddress(tokenArg!.UnresolvedObject!.objectId), tokenId)
       assert.equal(bcs.string().parse(fromBase64(refArg!.Pure!.bytes)), approvalNumber)

@@ -70,7 +70,7 @@ describe('serving the pages', { skip: SKIP }, () => {
     assert.equal(res.headers['cache-control'], 'no-cache')
     const meta = /<meta name="kns-page-config" content="([^"]*)">/.exec(res.body)
     assert.ok(meta)
-    assert.deepEqual(JSON.parse(meta[1]!.replace(/&quot;/g, '"')), { ledger: 'local', suiNetwork: 'mainnet', knsPackageId: h.service.config.knsPackageId })
+    assert.deepEqual(JSON.parse(meta[1]!.replace(/&quot;/g, '"')), { ledger: 'local', suiNetwork: 'mainnet', callPackageId: h.service.config.knsLatestPackageId })
     assert.doesNotMatch(res.body, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script')
     assert.doesNotMatch(res.body, /\sstyle=|<style/, 'no inline style')
     assert.doesNotMatch(res.body, /(src|href)="(https?:)?\/\//, 'nothing from another origin')

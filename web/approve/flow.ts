@@ -106,7 +106,7 @@ export async function runApproval(ctx: FlowContext): Promise<void> {
   progress('Confirm the transaction in your wallet…')
   const { executeApprove } = await import('./sui-transaction.ts')
   const digest = await fromWallet(executeApprove(wallet, account, {
-    packageId: config.knsPackageId, objectId: details.objectId, ref, network: config.suiNetwork,
+    packageId: config.callPackageId, objectId: details.objectId, ref, network: config.suiNetwork,
   }))
   progress('Checking the transaction on Sui…')
   await verifyTransaction(ref, digest, true)

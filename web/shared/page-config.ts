@@ -8,11 +8,11 @@ export interface PageConfig {
   ledger: 'local' | 'sui'
   /** `mainnet` or `testnet`: the wallet chain `sui:<network>` for transactions. */
   suiNetwork: 'mainnet' | 'testnet'
-  /** Package of `kns::approve` (LEDGER=sui). */
-  knsPackageId: string
+  /** The package `kns::approve` is called on (LEDGER=sui): the latest version of the KNS package. */
+  callPackageId: string
 }
 
-const DEFAULTS: PageConfig = { ledger: 'local', suiNetwork: 'testnet', knsPackageId: '' }
+const DEFAULTS: PageConfig = { ledger: 'local', suiNetwork: 'testnet', callPackageId: '' }
 
 export function readPageConfig(doc: Document = document): PageConfig {
   const raw = doc.querySelector('meta[name="kns-page-config"]')?.getAttribute('content') ?? '{}'
@@ -21,7 +21,7 @@ export function readPageConfig(doc: Document = document): PageConfig {
     return {
       ledger: parsed.ledger === 'sui' ? 'sui' : 'local',
       suiNetwork: parsed.suiNetwork === 'mainnet' ? 'mainnet' : 'testnet',
-      knsPackageId: typeof parsed.knsPackageId === 'string' ? parsed.knsPackageId : '',
+      callPackageId: typeof parsed.callPackageId === 'string' ? parsed.callPackageId : '',
     }
   } catch {
     return DEFAULTS

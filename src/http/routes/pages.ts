@@ -98,8 +98,9 @@ function escapeAttribute(text: string): string {
 
 /** What the pages need to know about this server (never secrets). */
 export function pageConfig(service: Service): Record<string, string> {
-  const { ledger, suiNetwork, knsPackageId } = service.config
-  return { ledger, suiNetwork, knsPackageId }
+  const { ledger, suiNetwork, knsLatestPackageId } = service.config
+  // Calls go to the latest version of the package (types keep the original ID).
+  return { ledger, suiNetwork, callPackageId: knsLatestPackageId }
 }
 
 /** Inserts the page config; the placeholder is in every page's source (web/<page>/index.html). */

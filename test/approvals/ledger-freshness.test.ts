@@ -1,0 +1,92 @@
+/**
+ * LEDGER=sui decisions over an indexer that lags the chain: a transaction executed a moment
+ * ago is "not found", a token transferred a moment ago shows its previous owner. The service
+ * re-reads for LEDGER_FRESHNESS_MS before it concludes, and its answer says when it did.
+ */
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/http/app.ts'
+import { createApiKey } from '../../src/keys/api-keys.ts'
+import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
+import { openService, type Service } from '../../src/service.ts'
+import { freshDatabaseEnv, type Harness, type TestEnv } from '../helpers.ts'
+import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
+import {
+  approvalBody, assertVerdict, createApproval, details, newKeypair, randomDigest, randomObjectId, signApproval, verifySignature, verifyTransaction,
+} from '../support/kns.ts'
+
+const WINDOW_MS = 1500
+
+let stub: SuiGraphqlStub
+let fresh: TestEnv
+let service: Service
+let app: FastifyInstance
+let h: Harness
+let key: string
+
+before(async () => {
+  stub = await startSuiGraphqlStub()
+  fresh = await freshDatabaseEnv()
+  service = await openService(fresh.config, { ledger: new SuiLedger(stub.ledgerOptions({ freshnessMs: WINDOW_MS })) })
+  app = await buildApp(service, { logger: false })
+  await app.ready()
+  h = { service, app, env: fresh.env, key: async () => '', close: async () => {} }
+  key = (await createApiKey(service.db, { vendor: 'Acme Bank', scopes: ['approvals'], rate: 100_000 })).key
+})
+after(async () => {
+  await app?.close()
+  await service?.close()
+  await fresh?.cleanup()
+  await stub?.close()
+})
+
+async function eventApproval(owner: string): Promise<{ tokenId: string; ref: string }> {
+  const tokenId = randomObjectId()
+  stub.world.addToken(tokenId, owner)
+  return { tokenId, ref: await createApproval(h, key, approvalBody({ objectId: tokenId }, { method: 'event' })) }
+}
+
+describe('re-reading a lagging ledger before deciding', () => {
+  test('a transaction indexed 500 ms after verify_transaction is asked: found, approved', async () => {
+    const owner = newKeypair().toSuiAddress()
+    const { tokenId, ref } = await eventApproval(owner)
+    const digest = randomDigest()
+    setTimeout(() => stub.world.addTransaction({
+      digest, sender: owner, success: true, timestampMs: Date.now(),
+      events: [{ type: `${stub.knsPackageId}::kns::ApprovalEvent`, json: { object_id: tokenId, ref } }],
+    }), 500)
+    assertVerdict(await verifyTransaction(h, ref, digest), true)
+    assert.equal((await details(h, ref)).status, 'approved')
+  })
+
+  test('a transaction never indexed: TRANSACTION_NOT_FOUND once the window is over, saying it re-read', async () => {
+    const { ref } = await eventApproval(newKeypair().toSuiAddress())
+    const started = performance.now()
+    const res = await verifyTransaction(h, ref, randomDigest())
+    assertVerdict(res, 'TRANSACTION_NOT_FOUND')
+    assert.ok(performance.now() - started >= WINDOW_MS, 'answered only after the window')
+    assert.match(res.json().error, /still so after re-reading the ledger for 1\.\d s/)
+  })
+
+  test('a token transferred to the signer 500 ms before the indexer shows it: approved', async () => {
+    const signer = newKeypair()
+    const tokenId = randomObjectId()
+    stub.world.addToken(tokenId, newKeypair().toSuiAddress())
+    const ref = await createApproval(h, key, approvalBody({ objectId: tokenId }))
+    const signature = await signApproval(h, signer, ref)
+    setTimeout(() => stub.world.addToken(tokenId, signer.toSuiAddress()), 500)
+    assertVerdict(await verifySignature(h, ref, signature), true)
+    assert.equal((await details(h, ref)).wallet, signer.toSuiAddress())
+  })
+
+  test('a signer who does not own the token: WRONG_SIGNER after the window, saying it re-read', async () => {
+    const stranger = newKeypair()
+    const tokenId = randomObjectId()
+    stub.world.addToken(tokenId, newKeypair().toSuiAddress())
+    const ref = await createApproval(h, key, approvalBody({ objectId: tokenId }))
+    const res = await verifySignature(h, ref, await signApproval(h, stranger, ref))
+    assertVerdict(res, 'WRONG_SIGNER')
+    assert.match(res.json().error, /does not own the number-system token .*still so after re-reading the ledger/)
+  })
+})
