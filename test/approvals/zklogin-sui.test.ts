@@ -119,15 +119,20 @@ describe('zkLogin approvals on LEDGER=sui', () => {
       const res = await verifySignature(h, ref, signature)
       assert.equal(res.statusCode, 503, res.body)
       assert.equal(res.json().code, 'LEDGER_UNAVAILABLE')
-      assert.equal((await details(h, ref)).status, 'pending')
+      // Still ready (the API serves what does not need the ledger), and saying the ledger is not.
+      const ready = await app.inject({ method: 'GET', url: '/readyz' })
+      assert.equal(ready.statusCode, 200)
+      assert.match(ready.json().ledger, /^unreachable since .* on knsVerifySignature\)$/)
       const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
       const outcome = 'error' in fault && fault.error === 'INTERNAL_SERVER_ERROR' ? 'error' : 'timeout'
-      assert.match(metrics, new RegExp(`kns_ledger_requests_total\\{operation="knsVerifySignature",outcome="${outcome}"\\} [1-9]`))
-      assert.match(metrics, /kns_ledger_unavailable 1/)
+      assert.match(metrics, new RegExp(`^kns_ledger_requests_total\\{operation="knsVerifySignature",outcome="${outcome}"\\} [1-9]`, 'm'))
+      assert.match(metrics, /^kns_ledger_unavailable 1$/m)
+      assert.equal((await details(h, ref)).status, 'pending')
       // The same signature goes through once the ledger is back.
       stub.world.fault('verifySignature', null)
       assertVerdict(await verifySignature(h, ref, signature), true)
-      assert.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /kns_ledger_unavailable 0/)
+      assert.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^kns_ledger_unavailable 0$/m)
+      assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).json().ledger, 'reachable')
     })
   }
 })
