@@ -14,10 +14,16 @@ import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 const DOMAIN = {
   mainnet: {
     kns: '0x66dd6f65ebad8911bd196749098bfe6ef826049cef4086c5929863a5a30c93ef',
+    map: '0x29f7c3fb2152fad673fe6a79a949a18bd42bf09397b0cac910dbb4e791080871',
+    keystore: '0x78b8c91ec5321bce57bdcbf12c8a2d7b5055afcff63ccf5572926ee197801520',
+    idMap: '0x6d0c613c6c2db4e1e839ea552f93597cb76d4028af2218356f5b8b9fb0b77cb8',
     idMapTable: '0x8fbb2a81daa43f9592d693a2ee6e1e6e3c8fed1d644581f2802e9c916db12d57',
   },
   testnet: {
     kns: '0x695fa0bd4395696074c4b9e8d2122e40664c0a78842c356095ed28ccdc04a802',
+    map: '0xa3f54fe10970b044d3d8b534f14274c3e3c762b96bfe576281ffcec89835fe1c',
+    keystore: '0x0f5ec6674ecb24cbf96b2211fea94c491afebf8bc21f284170aaa880a1ac17fb',
+    idMap: '0x75250ff5c84aba97a03505c4eb131156f83fe8e7969806fcd8771ff4d59edbea',
     idMapTable: '0x655fc0ea86e13e030829b0824bb141d0c370825cbf57aa9a95d80dbf592b4e43',
   },
 }
@@ -61,6 +67,9 @@ test('defaults', () => {
   assert.equal(config.knsSecret, undefined)
   assert.equal(config.suiNetwork, 'testnet')
   assert.equal(config.knsPackageId, DOMAIN.testnet.kns)
+  assert.equal(config.keystorePackageId, DOMAIN.testnet.keystore)
+  assert.equal(config.mapPackageId, DOMAIN.testnet.map)
+  assert.equal(config.idMapObjectId, DOMAIN.testnet.idMap)
   assert.equal(config.idMapTableId, DOMAIN.testnet.idMapTable)
   assert.equal(config.suiGraphqlUrl, 'https://graphql.testnet.sui.io/graphql')
   assert.equal(config.logLevel, 'info')
@@ -81,11 +90,24 @@ test('SUI_NETWORK=mainnet selects the mainnet deployment from domain.md; explici
   const config = loadConfig({ SUI_NETWORK: 'mainnet' })
   assert.equal(config.suiNetwork, 'mainnet')
   assert.equal(config.knsPackageId, DOMAIN.mainnet.kns)
+  assert.equal(config.knsLatestPackageId, DOMAIN.mainnet.kns)
+  assert.equal(config.mapPackageId, DOMAIN.mainnet.map)
+  assert.equal(config.keystorePackageId, DOMAIN.mainnet.keystore)
+  assert.equal(config.idMapObjectId, DOMAIN.mainnet.idMap)
   assert.equal(config.idMapTableId, DOMAIN.mainnet.idMapTable)
   assert.equal(config.suiGraphqlUrl, SUI_NETWORKS.mainnet.graphqlUrl)
   assert.match(config.suiGraphqlUrl, /mainnet/)
   const custom = `0x${'AB'.repeat(32)}`
   assert.equal(loadConfig({ KNS_PACKAGE_ID: custom }).knsPackageId, custom.toLowerCase())
+  // After an upgrade: types keep the original ID, calls go to the latest.
+  const upgraded = loadConfig({ KNS_LATEST_PACKAGE_ID: custom })
+  assert.equal(upgraded.knsPackageId, DOMAIN.testnet.kns)
+  assert.equal(upgraded.knsLatestPackageId, custom.toLowerCase())
+  assert.equal(loadConfig({ KNS_PACKAGE_ID: custom }).knsLatestPackageId, custom.toLowerCase(), 'the latest defaults to the original')
+  assert.throws(() => loadConfig({ KNS_LATEST_PACKAGE_ID: '0x12' }), /KNS_LATEST_PACKAGE_ID must be 0x followed by 64 hex digits/)
+  assert.equal(loadConfig({}).ledgerTimeoutMs, 10_000)
+  assert.equal(loadConfig({}).ledgerFreshnessMs, 3_000)
+  assert.equal(loadConfig({ LEDGER_FRESHNESS_MS: '0' }).ledgerFreshnessMs, 0)
 })
 
 test('accepted values', () => {
