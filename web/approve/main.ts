@@ -27,6 +27,17 @@ let busy = false
 /** The wallet that connected with the owner's account, reused on retry. */
 let chosen: Wallet | null = null
 
+/**
+ * The HTTP Date header is truncated to the second, so the server's clock is read as its
+ * midpoint, and a skew under a second is the header's rounding, not a clock set wrong (taken
+ * as is, it showed a countdown up to a second long).
+ */
+function skewFrom(serverDate: number | null): number {
+  if (serverDate === null) return 0
+  const skew = serverDate + 500 - Date.now()
+  return Math.abs(skew) < 1000 ? 0 : skew
+}
+
 function remaining(): number {
   return details === null ? 0 : Date.parse(details.expiresAt) - (Date.now() + clockSkew)
 }
@@ -47,7 +58,7 @@ async function load(): Promise<void> {
   try {
     const { body, serverDate } = await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}`)
     details = body
-    clockSkew = serverDate === null ? 0 : serverDate - Date.now()
+    clockSkew = skewFrom(serverDate)
   } catch (err) {
     if (err instanceof ApiError && (err.status === 404 || err.status === 400)) return showFinal('unknown')
     return showFinal('unavailable', undefined, err instanceof Error ? err.message : undefined)
