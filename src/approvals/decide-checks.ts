@@ -16,6 +16,11 @@ export interface DecideContext {
   alreadyApproved?: boolean
   /** The address that proved ownership (signer or transaction sender). */
   approver?: string
+  /**
+   * Other addresses the same proof stands for (a zkLogin proof: the padded and the legacy
+   * derivation): the owner may hold the token under any of them.
+   */
+  approverAliases?: readonly string[]
   /** The signature or digest that proved it. */
   proof?: string
 }
@@ -57,22 +62,25 @@ export const checkDecidable = check<DecideContext>('check_state', (ctx) => {
 export const checkApproverOwnsToken = check<DecideContext>('check_owner', async (ctx) => {
   const approval = loaded(ctx)
   const approver = ctx.approver!
+  const isApprover = (address: string | null) => address !== null && (address === approver || (ctx.approverAliases?.includes(address) ?? false))
   if (ctx.alreadyApproved) {
-    if (approver !== approval.wallet) throw new CheckFailed('WRONG_SIGNER', `already approved by another address (${approval.wallet})`)
-    return approver
+    if (!isApprover(approval.wallet)) throw new CheckFailed('WRONG_SIGNER', `already approved by another address (${approval.wallet})`)
+    ctx.approver = approval.wallet!
+    return ctx.approver
   }
   // Fresh: the decision must not rest on a cached owner from before a transfer; and an
   // indexer that has not seen a transfer yet is given a few seconds to catch up.
   const { value: token, waitedMs } = await readUntilAccepted(
     () => ctx.ledger.getToken(approval.objectId, { fresh: true }),
-    (t) => t !== null && t.owner === approver,
+    (t) => t !== null && isApprover(t.owner),
     ctx.ledger.freshnessMs,
   )
   if (token === null) throw new CheckFailed('TOKEN_NOT_FOUND', `the number-system token ${approval.objectId} does not exist${reReadNote(waitedMs)}`)
-  if (token.owner !== approver) {
+  if (!isApprover(token.owner)) {
     throw new CheckFailed('WRONG_SIGNER', `${approver} does not own the number-system token (owner: ${token.owner ?? 'not an address'})${reReadNote(waitedMs)}`)
   }
-  return approver
+  ctx.approver = token.owner!
+  return ctx.approver
 })
 
 export const recordApproval = check<DecideContext>('record_approval', async (ctx) => {

@@ -65,8 +65,9 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
 
 /**
  * Of the addresses a zkLogin proof stands for, the one that owns the token (or approved
- * already); the padded derivation when neither does (the owner check then says who owns it).
- * The owner read here may come from the cache: the owner check re-reads it fresh.
+ * already); the padded derivation when neither does. The ledger accepts either derivation of
+ * one proof, so the choice only names the author; the owner check (a fresh read, re-read
+ * while the indexer lags) accepts the token under any of them (`approverAliases`).
  */
 async function authorOf(ctx: VerifySignatureContext, parsed: ParsedSignature): Promise<string> {
   if (parsed.addresses.length === 1) return parsed.addresses[0]!
@@ -99,6 +100,7 @@ const verifyPersonalMessage = check<VerifySignatureContext>('verify_signature', 
   }
   if (!valid) throw new CheckFailed('INVALID_SIGNATURE', 'signature does not verify over this approval\'s signMessage')
   ctx.approver = author
+  ctx.approverAliases = parsed.addresses
   ctx.proof = serialized
   return ctx.approver
 })

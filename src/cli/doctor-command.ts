@@ -27,7 +27,8 @@ export async function doctorCommand(config: Config, out: Output): Promise<number
     const ledger = createLedger(config, db)
     try {
       const report = await checkLedger(ledger)
-      if (report.unreachable !== undefined) checks.push({ name: 'ledger', ok: false, detail: `${config.suiGraphqlUrl.replace(/\?.*$/, '')} cannot be asked: ${report.unreachable}` })
+      // The origin only: a provider's API key can be in the path or the query.
+      if (report.unreachable !== undefined) checks.push({ name: 'ledger', ok: false, detail: `${new URL(config.suiGraphqlUrl).origin} cannot be asked: ${report.unreachable}` })
       checks.push(...report.checks)
     } finally {
       await ledger.close()

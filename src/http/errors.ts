@@ -1,7 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
-import { DatabaseUnavailableError, KnsError, MethodNotAllowedError, NotFoundError, RateLimitedError, ValueOutOfRangeError } from '../errors.ts'
-import { isValueOutOfRange, OUT_OF_RANGE_MESSAGE } from '../stats/bucket-bytes.ts'
+import { DatabaseUnavailableError, KnsError, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
 import { PATTERN_WORDS } from '../lib/text.ts'
 import { errorBody } from './error-body.ts'
 import { methodNotAllowed, trackRouteMethods } from './transport.ts'
@@ -64,8 +63,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (!(err instanceof KnsError) && isDatabaseUnavailable(err)) {
       outageLog.report(request, err)
       err = new DatabaseUnavailableError('the database is unavailable; retry shortly') as unknown as FastifyError
-    } else if (!(err instanceof KnsError) && isValueOutOfRange(err)) {
-      err = new ValueOutOfRangeError(OUT_OF_RANGE_MESSAGE) as unknown as FastifyError
     }
     if (err instanceof KnsError) {
       if (err instanceof RateLimitedError) reply.header('retry-after', String(err.retryAfterS))

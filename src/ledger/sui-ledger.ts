@@ -3,7 +3,7 @@ import type { GraphQLQueryOptions } from '@mysten/sui/graphql'
 import type { ResultOf, TadaDocumentNode } from '@mysten/sui/graphql/schema'
 import { bcs } from '@mysten/sui/bcs'
 import {
-  isValidSuiObjectId, isValidTransactionDigest, normalizeStructTag, normalizeSuiAddress, parseStructTag, toBase64,
+  isValidSuiObjectId, isValidTransactionDigest, normalizeStructTag, normalizeSuiAddress, parseStructTag, fromBase64, toBase64,
 } from '@mysten/sui/utils'
 import type { Executor } from '../db/engine.ts'
 import { LedgerUnavailableError, LedgerUnsupportedError } from '../errors.ts'
@@ -40,7 +40,7 @@ export interface SuiLedgerOptions {
 const ID_TYPE = '0x2::object::ID'
 const TX_CACHE_MAX = 10_000
 const TTL_CACHE_MAX = 10_000
-/** Events per page asked for, unless the service's limit (read by `check()`) is lower. */
+/** Events per page asked for once the service's limit is known (`check()`), unless that limit is lower. */
 const EVENTS_PAGE = 50
 /** Guards against a misbehaving server paging forever; 1 000 events is Sui's per-tx cap. */
 const MAX_EVENTS = 1000
@@ -127,7 +127,8 @@ export class SuiLedger implements Ledger {
   readonly #options: Required<Pick<SuiLedgerOptions, 'knsPackageId' | 'knsLatestPackageId' | 'keystorePackageId' | 'idMapTableId'>> & Pick<SuiLedgerOptions, 'mapPackageId' | 'idMapObjectId'>
   readonly #ttlMs: number
   readonly #timeoutMs: number
-  #eventsPage = EVENTS_PAGE
+  /** Events per page: the service's default until `check()` has read its limit. */
+  #eventsPage: number | null = null
   readonly #objects: BoundedCache<ObjectNode | null>
   readonly #links: BoundedCache<string[]>
   readonly #transactions: BoundedCache<LedgerTransaction>
@@ -217,10 +218,12 @@ export class SuiLedger implements Ledger {
       const data = await this.#query(GET_DYNAMIC_FIELD_QUERY, 'knsGetDynamicField', {
         parent: this.#options.idMapTableId,
         name: { type: ID_TYPE, bcs: bcs.Address.serialize(key).toBase64() },
+      }, (answer) => {
+        const value = answer.address?.dynamicField?.value
+        return value?.__typename === 'MoveValue' && !Array.isArray(value.json) ? 'returned an ID-map entry that is not a vector of IDs' : null
       })
       const value = data.address?.dynamicField?.value
-      if (value == null || value.__typename !== 'MoveValue') return []
-      if (!Array.isArray(value.json)) throw new LedgerUnavailableError('Sui returned an ID-map entry that is not a vector of IDs')
+      if (value == null || value.__typename !== 'MoveValue' || !Array.isArray(value.json)) return []
       return value.json.filter((id): id is string => typeof id === 'string' && isValidSuiObjectId(id)).map((id) => normalizeSuiAddress(id))
     })
     if (this.#ttlMs > 0) this.#links.set(key, ids, this.#ttlMs)
@@ -287,14 +290,12 @@ export class SuiLedger implements Ledger {
    * an error of the ledger's own is LedgerUnavailableError, never a false.
    */
   async verifyPersonalMessage(message: Uint8Array, signature: string, author: string): Promise<boolean> {
+    // Re-encoded: callers may send Base64 without its padding (atob accepts it), which the
+    // service's strict Base64 scalar refuses before it verifies anything.
     const result = await this.#request(VERIFY_SIGNATURE_QUERY, 'knsVerifySignature', {
-      message: toBase64(message), signature, author: normalizeSuiAddress(author),
-    }, true)
-    if (result.rejected) return false
-    if (result.data.verifySignature?.success !== true) {
-      throw this.#fail('knsVerifySignature', 'error', 'answered without a verdict')
-    }
-    return true
+      message: toBase64(message), signature: toBase64(fromBase64(signature)), author: normalizeSuiAddress(author),
+    }, { userErrors: true, accept: (data) => (data.verifySignature?.success === true ? null : 'answered without a verdict') })
+    return !result.rejected
   }
 
   /**
@@ -341,8 +342,13 @@ export class SuiLedger implements Ledger {
     return new LedgerUnavailableError(`Sui GraphQL ${operation} ${detail}`)
   }
 
-  async #query<Result, Variables>(query: TadaDocumentNode<Result, Variables>, operationName: string, variables: Variables): Promise<Result> {
-    const result = await this.#request(query, operationName, variables, false)
+  async #query<Result, Variables>(
+    query: TadaDocumentNode<Result, Variables>,
+    operationName: string,
+    variables: Variables,
+    accept?: (data: Result) => string | null,
+  ): Promise<Result> {
+    const result = await this.#request(query, operationName, variables, accept === undefined ? {} : { accept })
     if (result.rejected) throw new Error('unreachable: user errors are not accepted here')
     return result.data
   }
@@ -351,12 +357,14 @@ export class SuiLedger implements Ledger {
    * One request, under the deadline. With `userErrors`, an answer whose errors are all the
    * caller's (BAD_USER_INPUT: e.g. a signature that does not verify) comes back as `rejected`;
    * any other error is the ledger's and throws LedgerUnavailableError, counted in `health`.
+   * `accept` judges the data of an answer without errors: a reason means it is malformed (an
+   * error of the ledger's, counted as such).
    */
   async #request<Result, Variables>(
     query: TadaDocumentNode<Result, Variables>,
     operationName: string,
     variables: Variables,
-    userErrors: boolean,
+    options: { userErrors?: boolean; accept?: (data: Result) => string | null },
   ): Promise<{ rejected: true } | { rejected: false; data: Result }> {
     let result
     try {
@@ -369,7 +377,7 @@ export class SuiLedger implements Ledger {
     }
     const errors = result.errors ?? []
     if (errors.length > 0) {
-      if (userErrors && errors.every((e) => errorCode(e) === 'BAD_USER_INPUT')) {
+      if (options.userErrors === true && errors.every((e) => errorCode(e) === 'BAD_USER_INPUT')) {
         this.health.record(operationName, 'rejected')
         return { rejected: true }
       }
@@ -378,6 +386,8 @@ export class SuiLedger implements Ledger {
       throw this.#fail(operationName, code === 'REQUEST_TIMEOUT' ? 'timeout' : 'error', `returned errors: ${code === undefined ? '' : `${code}: `}${first}`)
     }
     if (result.data == null) throw this.#fail(operationName, 'error', 'returned no data')
+    const malformed = options.accept?.(result.data) ?? null
+    if (malformed !== null) throw this.#fail(operationName, 'error', malformed)
     this.health.record(operationName, 'ok')
     return { rejected: false, data: result.data }
   }

@@ -25,11 +25,11 @@ export const GET_OBJECT_QUERY = graphql(`
   }
 `)
 
-// Events are paged server-side (the page size is bounded by the service's limit, read by the
-// start-up check), so the query takes a size and a cursor; the transaction part is re-read
-// with each page, which is cheap.
+// Events are paged server-side, so the query takes a cursor, and a page size once the start-up
+// check has read the service's limit (null until then: the service's default size, which its
+// limit always allows). The transaction part is re-read with each page, which is cheap.
 export const GET_TRANSACTION_QUERY = graphql(`
-  query knsGetTransaction($digest: String!, $eventsFirst: Int!, $eventsAfter: String) {
+  query knsGetTransaction($digest: String!, $eventsFirst: Int, $eventsAfter: String) {
     transaction(digest: $digest) {
       digest
       sender { address }

@@ -27,8 +27,17 @@ export const BUCKET_BYTES_TRIGGER = `CREATE TRIGGER stats_buckets_integer_bytes 
   WHEN typeof(NEW.bytes) <> 'integer'
   BEGIN SELECT RAISE(ABORT, '${SQLITE_OUT_OF_RANGE}'); END`
 
+/** Runs a rollup write, turning the database's "total out of range" into ValueOutOfRangeError (the transaction then rolls back). */
+export async function refusingOverflow<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write()
+  } catch (err) {
+    throw isValueOutOfRange(err) ? new ValueOutOfRangeError(OUT_OF_RANGE_MESSAGE, { cause: err }) : err
+  }
+}
+
 /** A database error that says a stored total left the BIGINT range (see above). */
-export function isValueOutOfRange(err: unknown): boolean {
+function isValueOutOfRange(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false
   const e = err as { code?: unknown; message?: unknown }
   if (e.code === '22003') return true // PostgreSQL numeric_value_out_of_range

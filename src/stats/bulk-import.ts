@@ -14,6 +14,7 @@
  */
 import type { Database, Executor } from '../db/engine.ts'
 import { withLength } from '../lib/typed-arrays.ts'
+import { refusingOverflow } from './bucket-bytes.ts'
 import { ClientNumbers } from './client-numbers.ts'
 import { bumpVersion, lockRollups, lockSessions, sessionRows } from './ingest.ts'
 import { storeRawRows } from './raw-sessions.ts'
@@ -127,7 +128,8 @@ export class BulkImport {
             activity = await readWeek(tx, week, this.#numbers)
             this.weeks.readBack++
           }
-          newClients += await rebuildWeek(tx, week, activity, this.#lastHours, this.#numbers)
+          const weekActivity = activity
+          newClients += await refusingOverflow(() => rebuildWeek(tx, week, weekActivity, this.#lastHours, this.#numbers))
           weeks++
           week += WEEK
         } while (week <= last && week < before && performance.now() - started < STEP_MS)

@@ -4,6 +4,7 @@
  */
 import type { Database, Executor } from '../db/engine.ts'
 import { insertRows } from './bulk.ts'
+import { refusingOverflow } from './bucket-bytes.ts'
 import { applyToRollups, type StoredSession } from './rollups.ts'
 import type { Gateway, WifiNode } from './schemas.ts'
 import type { Session } from './validate-session.ts'
@@ -89,7 +90,7 @@ export async function ingestSessions(db: Database, hashClient: (clientId: string
       if (!fresh[i]) return
       newSessions.push({ network: row[2] as StoredSession['network'], clientHash: row[4] as string, start: row[0] as number, bytes: (row[6] as number) + (row[7] as number) })
     })
-    const newClients = await applyToRollups(tx, newSessions)
+    const newClients = await refusingOverflow(() => applyToRollups(tx, newSessions))
     if (newSessions.length > 0) await bumpVersion(tx, newClients)
     return { received: sessions.length, inserted: newSessions.length, duplicates: sessions.length - newSessions.length }
   })

@@ -12,6 +12,7 @@ import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
 import { openService, type Service } from '../../src/service.ts'
 import { freshDatabaseEnv, type Harness, type TestEnv } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
+import { zkLoginWallet } from '../support/zklogin.ts'
 import {
   approvalBody, assertVerdict, createApproval, details, newKeypair, randomDigest, randomObjectId, signApproval, verifySignature, verifyTransaction,
 } from '../support/kns.ts'
@@ -78,6 +79,18 @@ describe('re-reading a lagging ledger before deciding', () => {
     setTimeout(() => stub.world.addToken(tokenId, signer.toSuiAddress()), 500)
     assertVerdict(await verifySignature(h, ref, signature), true)
     assert.equal((await details(h, ref)).wallet, signer.toSuiAddress())
+  })
+
+  test('zkLogin: a token moved to the legacy address of the signer\'s proof 500 ms before the indexer shows it: approved, that address recorded', async () => {
+    const wallet = zkLoginWallet()
+    stub.world.acceptZkProof(wallet.proof)
+    const tokenId = randomObjectId()
+    stub.world.addToken(tokenId, newKeypair().toSuiAddress())
+    const ref = await createApproval(h, key, approvalBody({ objectId: tokenId }))
+    const signature = await wallet.signPersonalMessage((await details(h, ref)).signMessage as string)
+    setTimeout(() => stub.world.addToken(tokenId, wallet.legacyAddress), 500)
+    assertVerdict(await verifySignature(h, ref, signature), true)
+    assert.equal((await details(h, ref)).wallet, wallet.legacyAddress)
   })
 
   test('a signer who does not own the token: WRONG_SIGNER after the window, saying it re-read', async () => {

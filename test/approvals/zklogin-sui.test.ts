@@ -77,6 +77,19 @@ describe('zkLogin approvals on LEDGER=sui', () => {
     assert.deepEqual(stub.world.errors, [])
   })
 
+  test('a signature sent as Base64 without its padding (which atob and the route accept) is verified, not a 503', async () => {
+    // The signature's length varies with its proof's digits: take one that has padding to strip.
+    let wallet: ZkLoginWallet, ref: string, signature: string
+    do {
+      wallet = accepted()
+      ref = await approvalOwnedBy(wallet.address)
+      signature = await signed(wallet, ref)
+    } while (!signature.endsWith('='))
+    const unpadded = signature.replace(/=+$/, '')
+    assertVerdict(await verifySignature(h, ref, unpadded), true)
+    assert.deepEqual(stub.world.errors, [])
+  })
+
   test('a token held under the legacy derivation of the same proof: approved, that address recorded', async () => {
     const wallet = accepted()
     assert.notEqual(wallet.legacyAddress, wallet.address)

@@ -76,24 +76,26 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 
 /**
  * A fresh executable copy of the SDK schema: input scalars checked like the real service's
- * (an address must be 0x + hex, Base64 must be Base64, UInt53 a safe non-negative integer), and
+ * (an address must be 0x + hex, Base64 must be padded standard Base64, UInt53 a safe
+ * non-negative integer; refused while reading the variables, before any field runs, so
+ * without the BAD_USER_INPUT a field's own verdict carries), and
  * every paginated field's `first` / `last` bounded by `maxPageSize()`.
  */
 export function executableSchema(maxPageSize: () => number): GraphQLSchema {
   const schema = buildSchema(readFileSync(sdkSchemaPath(), 'utf8'))
   scalar(schema, 'SuiAddress', (value) => {
     if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{1,64}$/.test(value) || !isValidSuiAddress(normalizeSuiAddress(value))) {
-      throw suiError(`Invalid SuiAddress: ${String(value).slice(0, 80)}`, SUI_ERROR.BAD_USER_INPUT)
+      throw new GraphQLError(`Invalid SuiAddress: ${String(value).slice(0, 80)}`)
     }
     return normalizeSuiAddress(value)
   })
   scalar(schema, 'Base64', (value) => {
-    if (typeof value !== 'string' || !BASE64.test(value)) throw suiError('Invalid Base64', SUI_ERROR.BAD_USER_INPUT)
+    if (typeof value !== 'string' || !BASE64.test(value)) throw new GraphQLError('Invalid Base64')
     return value
   })
   scalar(schema, 'UInt53', (value) => {
     const n = typeof value === 'string' ? Number(value) : value
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw suiError('Invalid UInt53', SUI_ERROR.BAD_USER_INPUT)
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new GraphQLError('Invalid UInt53')
     return n
   })
   for (const type of Object.values(schema.getTypeMap())) {

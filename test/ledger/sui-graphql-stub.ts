@@ -29,7 +29,7 @@ export const STUB_MAP_PACKAGE_ID = '0x' + '4d'.repeat(32)
 export const STUB_ID_MAP_OBJECT_ID = '0x' + '7b'.repeat(32)
 export const STUB_ID_MAP_TABLE_ID = '0x' + '7a'.repeat(32)
 export const STUB_KEYSTORE_TYPE = `${STUB_KEYSTORE_PACKAGE_ID}::keystore::Keystore`
-/** The real service's page limits when not configured otherwise (default 20, max 50). */
+/** The real service's page limits when not configured otherwise (default 20, max 50; the default never above the max). */
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 50
 
@@ -126,9 +126,9 @@ function cursorIndex(value: unknown): number {
 }
 
 /** A forward page of `all`, as a connection: `first` (default page size when absent) from after `after`. */
-function page<T>(all: readonly T[], args: { first?: number | null; after?: string | null }): unknown {
+function page<T>(all: readonly T[], args: { first?: number | null; after?: string | null }, defaultSize: number): unknown {
   const start = cursorIndex(args.after)
-  const nodes = all.slice(start, start + (args.first ?? DEFAULT_PAGE_SIZE))
+  const nodes = all.slice(start, start + (args.first ?? defaultSize))
   return {
     pageInfo: {
       hasNextPage: start + nodes.length < all.length,
@@ -236,7 +236,7 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
       effects: {
         status: tx.success ? 'SUCCESS' : 'FAILURE',
         timestamp: tx.timestampMs === null ? null : new Date(tx.timestampMs).toISOString(),
-        events: (args: { first?: number; after?: string }) => page(events, args),
+        events: (args: { first?: number; after?: string }) => page(events, args, Math.min(DEFAULT_PAGE_SIZE, maxPageSize)),
       },
     }
   }

@@ -137,9 +137,16 @@ describe('SuiLedger.getTransaction', () => {
       type: `${stub.knsPackageId}::kns::MintedEvent`, json: { object_id: hexId(), n: i },
     }))
     stub.world.addTransaction({ digest: d, sender: hexId(), success: true, timestampMs: 1, events })
+    // Before the start-up check: pages of the service's default size (20).
     const tx = await ledger().getTransaction(d)
     assert.equal(tx?.events.length, 120)
     assert.deepEqual(tx?.events.map((e) => e.json.n), events.map((e) => e.json.n))
+    assert.equal(stub.world.requests.length, 6)
+    // After it: pages of 50, the most the service allows.
+    const checked = ledger()
+    await checked.check()
+    stub.world.clearRequests()
+    assert.equal((await checked.getTransaction(d))?.events.length, 120)
     assert.equal(stub.world.requests.length, 3)
   })
 

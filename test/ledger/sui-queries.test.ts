@@ -87,9 +87,12 @@ describe('SuiLedger against the service\'s page limit', () => {
     return digest
   }
 
-  test('before the start-up check, a service limit below 50 fails loudly (LedgerUnavailableError), it does not lose events', async () => {
-    stub.world.setMaxPageSize(3)
-    await assert.rejects(new SuiLedger(stub.ledgerOptions()).getTransaction(transactionWith(7)), LedgerUnavailableError)
+  test('before the start-up check (or when it could not run): the service\'s default page size, every event in order', async () => {
+    stub.world.setMaxPageSize(10)
+    const tx = await new SuiLedger(stub.ledgerOptions()).getTransaction(transactionWith(45))
+    assert.deepEqual(tx?.events.map((e) => e.json.n), Array.from({ length: 45 }, (_, n) => n))
+    assert.deepEqual(stub.world.requests.map((r) => r.variables.eventsFirst), [null, null, null, null, null])
+    assert.deepEqual(stub.world.errors, [])
   })
 
   test('after check(): pages of the service\'s size, following the cursor, every event in order', async () => {
