@@ -191,13 +191,36 @@ test('KNS_SECRET unset: a secret is generated once and kept across reopen; KNS_S
   await close(second)
 
   const given = 'k'.repeat(40)
-  const withSecret = await open({ ...e.env, KNS_SECRET: given })
+  const withSecret = await open({ ...(await fresh()).env, KNS_SECRET: given })
   assert.deepEqual(withSecret.secret, Buffer.from(given))
   await close(withSecret)
 
   // Another database gets its own secret.
   const other = await open((await fresh()).env)
   assert.notDeepEqual(other.secret, generated)
+  await close(other)
+})
+
+test('KNS_SECRET is pinned: another secret, one set where it was generated, or none where it was set, is refused', async () => {
+  const refusedFor = async (env: Record<string, string>, pattern: RegExp) => {
+    await assert.rejects(open(env), (err: Error) => {
+      assert.match(err.message, pattern)
+      assert.match(err.message, /zkLogin/)
+      assert.ok(!err.message.includes('s'.repeat(40)) && !err.message.includes('t'.repeat(40)), 'no secret is echoed')
+      return true
+    })
+  }
+  const generated = await fresh()
+  await close(await open(generated.env))
+  await refusedFor({ ...generated.env, KNS_SECRET: 's'.repeat(40) }, /KNS_SECRET is not the secret this database was created with/)
+  await close(await open(generated.env))
+
+  const set = await fresh({ KNS_SECRET: 's'.repeat(40) })
+  await close(await open(set.env))
+  await refusedFor({ ...set.env, KNS_SECRET: 't'.repeat(40) }, /KNS_SECRET is not the secret this database was created with/)
+  const { KNS_SECRET: _, ...unset } = set.env
+  await refusedFor(unset, /KNS_SECRET is not set, but this database was created with it/)
+  assert.equal(await (async () => { const s = await open(set.env); const n = s.secret.length; await close(s); return n })(), 40, 'the original secret still opens it')
 })
 
 test('services opening a fresh PostgreSQL database at once migrate once and agree on the secret', { skip: ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
