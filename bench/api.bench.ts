@@ -26,13 +26,11 @@
  * table is a report); 1 when the bench could not run or a measurement saw errors (non-2xx,
  * unexpected bodies, socket errors), since its figures would not mean what they say.
  */
-import { fork, type ChildProcess } from 'node:child_process'
 import { availableParallelism, loadavg } from 'node:os'
-import { resolve } from 'node:path'
 import autocannon, { type RawResult } from 'autocannon'
 import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVerify, VERIFY_NAME, type RawVerify } from './caller-bench.ts'
 import { paced, stopPaced, summarizePaced, type PacedResult } from './caller-paced.ts'
-import { SERVER_NODE_FLAGS } from '../src/cli/node-flags.ts'
+import { preflight, startServer, type Endpoint, type Reference, type Summary, type Target } from './bench-server.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
 import { areaAEndpoints, postgresDatabase, seed, sqliteDatabase, walletSignatures, type BenchDatabase, type Engine } from './seed.ts'
 
@@ -53,7 +51,6 @@ const CONNECTIONS = envInt('BENCH_CONNECTIONS', 32, 1)
 const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 const ENGINES = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map((e) => e.trim())
 const ONLY = (process.env.BENCH_ONLY || '').split(',')
-const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined
 const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 1000 }
 const CALLER_SIZES = { numbers: envInt('BENCH_CALLER_NUMBERS', 10_000, 1), keystores: 20 }
 const HALF_RATE_NAME = `${VERIFY_NAME} at 0.5 × peak`
@@ -72,71 +69,8 @@ const log = (line: string) => process.stderr.write(`${line}\n`)
 // ---------------------------------------------------------------------------------------
 // Server children
 
-export interface Target {
-  port: number
-  /** The server child's process id (for its /proc entries). */
-  pid: number
-  /** The server process's CPU time so far, µs (user + system, all threads). */
-  cpu(): Promise<number>
-  /** V8 heap in use (bytes) and the longest event-loop delay since the last call (ms); one question at a time, like cpu(). */
-  vitals(): Promise<{ heapUsed: number; loopDelayMaxMs: number }>
-  stop(): Promise<void>
-}
-
-export async function startServer(label: string, mode: 'bare' | 'app', env: Record<string, string>): Promise<Target> {
-  // Both started as `kns serve` starts (src/cli/node-flags.ts), so the ratio compares code, not V8 settings.
-  const execArgv = [...SERVER_NODE_FLAGS, ...process.execArgv]
-  if (CPU_PROF_DIR !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${label}.cpuprofile`)
-  // Only what the server needs: nothing from this shell's DATABASE_URL, KNS_SECRET, ...
-  const childEnv: Record<string, string> = { ...env, BENCH_MODE: mode }
-  for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'UV_THREADPOOL_SIZE']) if (process.env[name] !== undefined) childEnv[name] = process.env[name]
-  const child: ChildProcess = fork(new URL('./server.ts', import.meta.url), [], { env: childEnv, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
-  const port = await new Promise<number>((resolvePort, reject) => {
-    child.once('message', (message) => resolvePort((message as { port: number }).port))
-    child.once('error', reject)
-    void exited.then((code) => reject(new Error(`${label} server exited with code ${code} before listening`)))
-  })
-  let crashed = true
-  void exited.then((code) => { if (crashed) log(`!! ${label} server exited unexpectedly (code ${code})`) })
-  return {
-    port,
-    pid: child.pid!,
-    cpu: () => new Promise<number>((resolveCpu) => {
-      child.once('message', (message) => resolveCpu((message as { cpuUs: number }).cpuUs))
-      child.send('cpu')
-    }),
-    vitals: () => new Promise((resolveVitals) => {
-      child.once('message', (message) => resolveVitals(message as { heapUsed: number; loopDelayMaxMs: number }))
-      child.send('vitals')
-    }),
-    async stop() {
-      crashed = false
-      if (child.exitCode !== null) return
-      child.send('stop')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
-      await exited
-      clearTimeout(timer)
-    },
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // Endpoints
-
-export interface Endpoint {
-  name: string
-  method: 'GET' | 'POST'
-  headers: Record<string, string>
-  /** The next request: called once per request, so bodies and paths vary. */
-  next(): { path: string; body?: string }
-  /** A 2xx body that means what the endpoint should mean (e.g. `success: true`). */
-  ok(body: string): boolean
-  /** Before the preflight and each slice (e.g. re-sign tokens that are getting old). */
-  prepare?(): void
-  /** Extra warm-up before the first measurement (e.g. fill a cache). */
-  warm?(port: number): Promise<void>
-}
 
 const bare: Endpoint = {
   name: 'GET /bare (baseline)', method: 'GET', headers: {},
@@ -147,35 +81,11 @@ const bare: Endpoint = {
 // ---------------------------------------------------------------------------------------
 // Measuring
 
-export interface Summary {
-  rps: number
-  p99: number | null
-  problems: string
-  /** Server CPU time per request (per verification for crypto.verify), µs; null when not known. */
-  cpuUs: number | null
-}
-
-/** What an endpoint is compared with, run in the slices between the endpoint's. */
-export interface Reference<R> {
-  name: string
-  run(seconds: number): Promise<R>
-  summarize(runs: R[]): Summary
-}
-
 interface Measurement extends Summary {
   endpoint: string
   engine: Engine | '-'
   /** The reference over the slices interleaved with this endpoint's (absent on reference rows). */
   ref?: Summary & { name: string }
-}
-
-/** One request through fetch, so a broken setup fails with its response rather than a count. */
-export async function preflight(port: number, endpoint: Endpoint): Promise<void> {
-  endpoint.prepare?.()
-  const { path, body } = endpoint.next()
-  const response = await fetch(`http://127.0.0.1:${port}${path}`, { method: endpoint.method, headers: endpoint.headers, body })
-  const text = await response.text()
-  if (!response.ok || !endpoint.ok(text)) throw new Error(`${endpoint.name}: preflight answered ${response.status} ${text.slice(0, 500)}`)
 }
 
 function cannon(port: number, endpoint: Endpoint, seconds: number, overallRate?: number): Promise<RawResult> {

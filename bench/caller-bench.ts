@@ -4,7 +4,7 @@
  */
 import { fork } from 'node:child_process'
 import autocannon from 'autocannon'
-import type { Endpoint, Reference, Summary } from './api.bench.ts'
+import type { Endpoint, Reference, Summary } from './bench-server.ts'
 import { signCalls, type CallerSeed } from './caller-seed.ts'
 
 export const VERIFY_NAME = 'POST /numsys/call-signature-verification'

@@ -27,7 +27,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { connect, type Socket } from 'node:net'
-import type { Summary } from './api.bench.ts'
+import type { Summary } from './bench-server.ts'
 
 export interface PacedOptions {
   port: number

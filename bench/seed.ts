@@ -16,7 +16,7 @@ import { linkNumber } from '../src/identity/numbers.ts'
 import { createApiKey } from '../src/keys/api-keys.ts'
 import { LocalLedger } from '../src/ledger/local-ledger.ts'
 import { openService } from '../src/service.ts'
-import type { Endpoint } from './api.bench.ts'
+import type { Endpoint } from './bench-server.ts'
 
 export type Engine = 'sqlite' | 'postgres'
 

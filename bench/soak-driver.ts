@@ -14,7 +14,7 @@
  * cost no sorting and the process allocates little (its collections would be timed as
  * server latency). A window holds the answers that arrived in it.
  */
-import type { Endpoint } from './api.bench.ts'
+import type { Endpoint } from './bench-server.ts'
 import { Connection, open } from './caller-paced.ts'
 import { mixCycle, soakEndpoints, type SoakSeed } from './soak-mix.ts'
 

@@ -3,7 +3,7 @@
  * proportions, made from the seed. Built in the load process (bench/soak-driver.ts) from
  * plain data it is sent, with the same request makers as `npm run bench` where they fit.
  */
-import type { Endpoint } from './api.bench.ts'
+import type { Endpoint } from './bench-server.ts'
 import { callerEndpoints, LOOKUP_NAME, RESIGN_AFTER_S, VERIFY_NAME } from './caller-bench.ts'
 import { callSigner, type CallerSeed } from './caller-seed.ts'
 import { areaAEndpoints, type Engine } from './seed.ts'

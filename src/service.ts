@@ -2,13 +2,14 @@ import type { Config } from './config.ts'
 import { ConfigError } from './errors.ts'
 import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
+import { MIGRATIONS } from './migrations.ts'
 import { openDatabase } from './db/open.ts'
 import { getOrInitSetting, getSetting, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
-import { CALLER_TOPIC } from './identity/numbers.ts'
 import { PhoneLinks } from './identity/phone-links.ts'
-import { LEDGER_TOPIC, LocalLedger } from './ledger/local-ledger.ts'
+import { LocalLedger } from './ledger/local-ledger.ts'
+import { TOPICS } from './db/change-topics.ts'
 import { ApiKeyAuthenticator } from './keys/api-keys.ts'
 import { createLedger } from './ledger/create-ledger.ts'
 import type { Ledger } from './ledger/ledger.ts'
@@ -97,7 +98,7 @@ export interface OpenOptions {
 export async function openService(config: Config, options: OpenOptions = {}): Promise<Service> {
   const db = openDatabase(config, options.role ?? 'server')
   try {
-    if (options.migrate !== false) await migrate(db)
+    if (options.migrate !== false) await migrate(db, MIGRATIONS)
     const secret = await resolveServerSecret(db, config.knsSecret)
     await pinZkLoginIdentity(db, config)
     const warnings: string[] = []
@@ -106,7 +107,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const rateLimiter = createRateLimiter(config.redisUrl, config.redisCommandTimeoutMs)
     // Caches that other processes' writes invalidate need the change signal; a process that
     // does not watch (a one-shot CLI command) does not cache what it cannot invalidate.
-    const changes = options.watchChanges === false ? null : new ChangeWatcher(db, [CALLER_TOPIC, LEDGER_TOPIC])
+    const changes = options.watchChanges === false ? null : new ChangeWatcher(db, [...TOPICS])
     const keyDirectory = new KeyDirectory(db, ledger, {
       ttlMs: ledger.kind === 'sui' ? config.ledgerCacheTtlS * 1000 : changes === null ? 0 : LOCAL_KEY_CACHE_TTL_MS,
     })

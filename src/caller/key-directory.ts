@@ -1,10 +1,11 @@
 import type { KeyObject } from 'node:crypto'
 import type { Database } from '../db/engine.ts'
 import { ChangeWatcher } from '../db/change-signal.ts'
-import { CALLER_TOPIC, findByPhone } from '../identity/numbers.ts'
+import { CALLER_TOPIC, tag } from '../db/change-topics.ts'
+import { findByPhone } from '../identity/numbers.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
-import { parseP256PublicKey } from './keys.ts'
+import { parseP256PublicKey } from '../lib/public-keys.ts'
 
 export interface SigningKey {
   keyId: string
@@ -117,12 +118,12 @@ export class KeyDirectory {
 
   #store(phone: string, value: Resolution): void {
     if (this.#entries.size >= MAX_ENTRIES) this.invalidate(null)
-    const tags = [`phone:${phone}`, ...(value.tokenId === null ? [] : [`token:${value.tokenId}`]), ...value.keystoreIds.map((id) => `keystore:${id}`)]
+    const tags = [tag.phone(phone), ...(value.tokenId === null ? [] : [tag.token(value.tokenId)]), ...value.keystoreIds.map(tag.keystore)]
     this.#drop(phone)
     this.#entries.set(phone, { value, tags, expiresAt: Date.now() + this.#ttlMs * (1 - TTL_JITTER * Math.random()) })
-    for (const tag of tags) {
-      let set = this.#byTag.get(tag)
-      if (set === undefined) this.#byTag.set(tag, set = new Set())
+    for (const t of tags) {
+      let set = this.#byTag.get(t)
+      if (set === undefined) this.#byTag.set(t, set = new Set())
       set.add(phone)
     }
   }

@@ -8,7 +8,7 @@ import type { Service } from '../service.ts'
 import { optional, required, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
 import { e164Value, embeddedLedger, objectIdValue, readTextFile } from './values.ts'
-import { defaultKeyId } from '../caller/keys.ts'
+import { defaultKeyId } from '../lib/public-keys.ts'
 
 /** kns keystore create | add-key | revoke-key | keygen */
 export async function keystoreCommand(service: Service | null, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {

@@ -4,7 +4,8 @@
  * packages, ID map and table are what they should be. Exit 0 when all is well, 1 otherwise.
  */
 import type { Config } from '../config.ts'
-import { MIGRATIONS, schemaVersion } from '../db/migrations.ts'
+import { schemaVersion } from '../db/migrations.ts'
+import { MIGRATIONS } from '../migrations.ts'
 import { openDatabase } from '../db/open.ts'
 import { createLedger } from '../ledger/create-ledger.ts'
 import { checkLedger, type LedgerCheck } from '../ledger/ledger.ts'

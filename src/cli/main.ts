@@ -2,6 +2,7 @@
 import '../lib/threadpool.ts'
 import { loadConfig, loadDotEnv } from '../config.ts'
 import { migrate, schemaVersion } from '../db/migrations.ts'
+import { MIGRATIONS } from '../migrations.ts'
 import { openDatabase } from '../db/open.ts'
 import { createApiKey, listApiKeys, parseScopes, revokeApiKey } from '../keys/api-keys.ts'
 import { openService, type Service } from '../service.ts'
@@ -120,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'migrate') {
       const db = openDatabase(config, 'tool')
       try {
-        const applied = await migrate(db)
+        const applied = await migrate(db, MIGRATIONS)
         const version = await schemaVersion(db)
         out.result({ applied, version, engine: db.engine }, applied.length === 0 ? `database is up to date (version ${version})` : `applied migrations ${applied.join(', ')}; now at version ${version}`)
       } finally {

@@ -1,6 +1,4 @@
 import type { Database } from './engine.ts'
-import { BUCKET_BYTES_TRIGGER } from '../stats/bucket-bytes.ts'
-import { STATS_BYTEWISE_KEYS_MIGRATION, STATS_LAYOUT_MIGRATION, STATS_MIGRATION, STATS_WEEK_FIRST_MIGRATION } from '../stats/migration.ts'
 
 export interface Migration {
   version: number
@@ -12,10 +10,13 @@ export interface Migration {
 }
 
 /**
+ * The foundation (versions 1-2): settings, keys, users, numbers, approvals, the embedded ledger
+ * and the change signals, as first released together. Later migrations live with the area
+ * that owns them (e.g. src/stats/migrations.ts) and are put in order by src/migrations.ts.
  * Append-only: a released migration is never edited, a change is a new version.
  * Times are epoch milliseconds; flags are 0/1 integers (see engine.ts).
  */
-export const MIGRATIONS: Migration[] = [
+export const FOUNDATION_MIGRATIONS: Migration[] = [
   {
     version: 1,
     name: 'foundation: settings, api keys, users, numbers, approvals, embedded ledger',
@@ -125,41 +126,12 @@ export const MIGRATIONS: Migration[] = [
       )`,
     ],
   },
-  {
-    version: 3,
-    name: 'public statistics: nodes, usage sessions and their rollups',
-    up: STATS_MIGRATION,
-  },
-  {
-    version: 4,
-    name: 'public statistics: clustered tables for bulk import (SQLite WITHOUT ROWID)',
-    up: [],
-    only: STATS_LAYOUT_MIGRATION,
-  },
-  {
-    version: 5,
-    name: 'public statistics: client history keyed by week first, first week per network client',
-    up: [],
-    only: STATS_WEEK_FIRST_MIGRATION,
-  },
-  {
-    version: 6,
-    name: 'public statistics: text keys compared byte by byte on PostgreSQL',
-    up: [],
-    only: STATS_BYTEWISE_KEYS_MIGRATION,
-  },
-  {
-    version: 7,
-    name: 'public statistics: a bucket byte total that leaves the 64-bit integers is refused on SQLite too',
-    up: [],
-    only: { sqlite: [BUCKET_BYTES_TRIGGER] },
-  },
 ]
 
 const LOCK_ID = 0x6b6e73 // "kns": one migrator at a time across processes on PostgreSQL
 
-/** Applies every pending migration, each in its own transaction. Returns the versions applied. */
-export async function migrate(db: Database, migrations: Migration[] = MIGRATIONS): Promise<number[]> {
+/** Applies every pending migration of `migrations` (in order), each in its own transaction. Returns the versions applied. */
+export async function migrate(db: Database, migrations: readonly Migration[]): Promise<number[]> {
   // Under the lock too: concurrent CREATE TABLE IF NOT EXISTS on PostgreSQL can fail with a
   // unique violation in pg_type when two processes start on an empty database at once.
   await db.transaction(async (tx) => {

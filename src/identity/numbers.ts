@@ -1,4 +1,5 @@
 import { signalChange } from '../db/change-signal.ts'
+import { CALLER_TOPIC, tag } from '../db/change-topics.ts'
 import { lookupByKey } from '../db/coalesce.ts'
 import type { Executor } from '../db/engine.ts'
 import { phoneCountry } from './phone.ts'
@@ -16,7 +17,6 @@ export interface NumberLink {
 }
 
 /** Change topic of everything caller verification caches (see src/caller/key-directory.ts). */
-export const CALLER_TOPIC = 'caller'
 
 interface NumberRow { phone: string; object_id: string; source: 'minted' | 'linked'; country: string | null; created_at: number }
 
@@ -48,7 +48,7 @@ export async function linkNumber(db: Executor, phone: string, objectId: string, 
      ON CONFLICT (phone) DO UPDATE SET object_id = excluded.object_id, source = excluded.source`,
     [phone, id, source, phoneCountry(phone), Date.now()])
   // Caller verification caches number -> token -> keys.
-  for (const { phone: other } of displaced) await signalChange(db, CALLER_TOPIC, `phone:${other}`)
-  await signalChange(db, CALLER_TOPIC, `phone:${phone}`)
+  for (const { phone: other } of displaced) await signalChange(db, CALLER_TOPIC, tag.phone(other))
+  await signalChange(db, CALLER_TOPIC, tag.phone(phone))
   return (await findByPhone(db, phone))!
 }

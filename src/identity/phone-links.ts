@@ -1,6 +1,7 @@
 import type { ChangeWatcher } from '../db/change-signal.ts'
 import type { Database } from '../db/engine.ts'
-import { CALLER_TOPIC, findByPhone, type NumberLink } from './numbers.ts'
+import { CALLER_TOPIC, tagged } from '../db/change-topics.ts'
+import { findByPhone, type NumberLink } from './numbers.ts'
 
 /** Past this many cached links the cache starts over (a bound on memory, not an LRU). */
 const MAX_ENTRIES = 100_000
@@ -28,8 +29,9 @@ export class PhoneLinks {
     this.#links = new Map()
     changes.on('change', (topic, subject) => {
       if (topic !== CALLER_TOPIC) return
-      if (subject === null) this.#forgetAll()
-      else if (subject.startsWith('phone:')) this.forget(subject.slice('phone:'.length))
+      if (subject === null) return this.#forgetAll()
+      const phone = tagged('phone', subject)
+      if (phone !== undefined) this.forget(phone)
     })
   }
 

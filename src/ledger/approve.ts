@@ -1,7 +1,7 @@
 import { parseSerializedSignature } from '@mysten/sui/cryptography'
 import { verifyPersonalMessageSignature } from '@mysten/sui/verify'
 import { ForbiddenError, ValidationError } from '../errors.ts'
-import { ledgerApproveMessage } from './approve-text.ts'
+import { ledgerApproveMessage } from '../contract/approve-text.ts'
 import type { LocalLedger } from './local-ledger.ts'
 
 export { ledgerApproveMessage }

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { signalChange } from '../db/change-signal.ts'
 import type { Database, Executor } from '../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
-import { defaultKeyId, KEY_ID_PATTERN, parseP256PublicKey } from '../caller/keys.ts'
-import { CALLER_TOPIC } from '../identity/numbers.ts'
+import { defaultKeyId, KEY_ID_PATTERN, parseP256PublicKey } from '../lib/public-keys.ts'
+import { CALLER_TOPIC, tag } from '../db/change-topics.ts'
 import type { Keystore, KeystoreKey } from './ledger.ts'
 
 interface KeystoreRow { object_id: string; name: string; creator: string; image_url: string | null }
@@ -71,7 +71,7 @@ export class LocalKeystores {
         if (exists === undefined) throw new NotFoundError(`keystore ${id} has no key ${keyId}`, { field: 'keyId' })
         return
       }
-      await signalChange(tx, CALLER_TOPIC, `keystore:${id}`)
+      await signalChange(tx, CALLER_TOPIC, tag.keystore(id))
     })
   }
 
@@ -81,7 +81,7 @@ export class LocalKeystores {
       await this.#require(tx, keystoreId)
       await tx.run(`INSERT INTO ledger_keystore_links (token_id, keystore_id, created_at) VALUES ($1, $2, $3)
         ON CONFLICT (token_id, keystore_id) DO NOTHING`, [tokenId.toLowerCase(), keystoreId.toLowerCase(), Date.now()])
-      await signalChange(tx, CALLER_TOPIC, `token:${tokenId.toLowerCase()}`)
+      await signalChange(tx, CALLER_TOPIC, tag.token(tokenId))
     })
   }
 
@@ -90,7 +90,7 @@ export class LocalKeystores {
     return this.#db.transaction(async (tx) => {
       const changed = await tx.run('DELETE FROM ledger_keystore_links WHERE token_id = $1 AND keystore_id = $2',
         [tokenId.toLowerCase(), keystoreId.toLowerCase()])
-      if (changed > 0) await signalChange(tx, CALLER_TOPIC, `token:${tokenId.toLowerCase()}`)
+      if (changed > 0) await signalChange(tx, CALLER_TOPIC, tag.token(tokenId))
       return changed > 0
     })
   }
@@ -108,7 +108,7 @@ export class LocalKeystores {
     if (taken !== undefined) throw new ConflictError(`keystore ${keystoreId} already has a key ${id}`, { field: 'keyId' })
     await tx.run('INSERT INTO ledger_keystore_keys (keystore_id, key_id, public_key, revoked, created_at) VALUES ($1, $2, $3, 0, $4)',
       [keystoreId, id, pem, Date.now()])
-    await signalChange(tx, CALLER_TOPIC, `keystore:${keystoreId}`)
+    await signalChange(tx, CALLER_TOPIC, tag.keystore(keystoreId))
     return { keyId: id }
   }
 }

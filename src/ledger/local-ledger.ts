@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { normalizeSuiAddress, toBase58 } from '@mysten/sui/utils'
 import { signalChange, type ChangeWatcher } from '../db/change-signal.ts'
+import { LEDGER_TOPIC, tag, tagged } from '../db/change-topics.ts'
 import type { Database, Executor } from '../db/engine.ts'
 import { NotFoundError, ForbiddenError } from '../errors.ts'
 import { LocalKeystores } from './local-keystores.ts'
 import type { Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
 
 /** Change topic of token ownership (mint, transfer). */
-export const LEDGER_TOPIC = 'ledger'
 
 interface TransactionRow { digest: string; sender: string; status: string; events: string; created_at: number }
 
@@ -49,7 +49,7 @@ export class LocalLedger implements Ledger {
     changes.on('change', (topic, subject) => {
       if (topic !== LEDGER_TOPIC) return
       if (subject === null) this.#owners?.clear()
-      else this.#owners?.delete(subject.replace(/^token:/, ''))
+      else this.#owners?.delete(tagged('token', subject) ?? subject)
     })
   }
 
@@ -73,7 +73,7 @@ export class LocalLedger implements Ledger {
 
   async #changed(tx: Executor, objectId: string): Promise<void> {
     this.#owners?.delete(objectId)
-    await signalChange(tx, LEDGER_TOPIC, `token:${objectId}`)
+    await signalChange(tx, LEDGER_TOPIC, tag.token(objectId))
   }
 
   async mintToken(owner: string, tx?: Executor): Promise<KnsToken> {

@@ -7,6 +7,7 @@ import {
 } from '@mysten/sui/utils'
 import type { Executor } from '../db/engine.ts'
 import { LedgerUnavailableError, LedgerUnsupportedError } from '../errors.ts'
+import { toSpkiPem } from '../lib/public-keys.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
 import type { Keystore, KeystoreKey, KnsToken, Ledger, LedgerCheck, LedgerEvent, LedgerTransaction } from './ledger.ts'
 import { LedgerHealth, type LedgerOutcome } from './ledger-health.ts'
@@ -79,17 +80,6 @@ type ObjectNode = NonNullable<ResultOf<typeof GET_OBJECT_QUERY>['object']>
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/** Keystores hold either a full SPKI PEM or just its base64 body; consumers get a canonical PEM. */
-export function toSpkiPem(raw: string): string | null {
-  const trimmed = raw.trim()
-  const labelled = /^-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----$/.exec(trimmed)
-  if (labelled !== null && labelled[1] !== 'PUBLIC KEY') return null
-  const body = (labelled === null ? trimmed : labelled[2]!).replace(/\s+/g, '')
-  if (body === '' || !/^[A-Za-z0-9+/]+={0,2}$/.test(body) || body.length % 4 !== 0) return null
-  const lines = body.match(/.{1,64}/g)!.join('\n')
-  return `-----BEGIN PUBLIC KEY-----\n${lines}\n-----END PUBLIC KEY-----\n`
 }
 
 /** Display-style JSON renders a `0x2::url::Url` as a string; older renderings nest it or wrap Options. */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import { loadConfig, SUI_NETWORKS } from '../../src/config.ts'
-import { MIGRATIONS } from '../../src/db/migrations.ts'
+import { MIGRATIONS } from '../../src/migrations.ts'
 import { ConfigError } from '../../src/errors.ts'
 import { openService, type Service } from '../../src/service.ts'
 import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url'
 import { ENGINE, freshDatabaseEnv, startHarness, type Harness } from '../helpers.ts'
 import { loadConfig } from '../../src/config.ts'
 import { isUniqueViolation } from '../../src/db/engine.ts'
-import { migrate, MIGRATIONS, schemaVersion } from '../../src/db/migrations.ts'
+import { migrate, schemaVersion } from '../../src/db/migrations.ts'
+import { MIGRATIONS } from '../../src/migrations.ts'
 import { openDatabase } from '../../src/db/open.ts'
 import { withServerSetting } from '../../src/db/postgres.ts'
 import { parseIntoClientConfig } from 'pg-connection-string'
@@ -20,6 +21,7 @@ before(async () => { h = await startHarness() })
 after(async () => { await h.close() })
 
 const MIGRATIONS_MODULE = fileURLToPath(new URL('../../src/db/migrations.ts', import.meta.url))
+const ALL_MIGRATIONS_MODULE = fileURLToPath(new URL('../../src/migrations.ts', import.meta.url))
 const OPEN_MODULE = fileURLToPath(new URL('../../src/db/open.ts', import.meta.url))
 const CONFIG_MODULE = fileURLToPath(new URL('../../src/config.ts', import.meta.url))
 
@@ -27,10 +29,11 @@ const CONFIG_MODULE = fileURLToPath(new URL('../../src/config.ts', import.meta.u
 function migrateInChild(env: Record<string, string>): Promise<number[]> {
   const script = `
     const { migrate } = await import(${JSON.stringify(MIGRATIONS_MODULE)})
+    const { MIGRATIONS } = await import(${JSON.stringify(ALL_MIGRATIONS_MODULE)})
     const { openDatabase } = await import(${JSON.stringify(OPEN_MODULE)})
     const { loadConfig } = await import(${JSON.stringify(CONFIG_MODULE)})
     const db = openDatabase(loadConfig(process.env))
-    try { console.log(JSON.stringify(await migrate(db))) } finally { await db.close() }`
+    try { console.log(JSON.stringify(await migrate(db, MIGRATIONS))) } finally { await db.close() }`
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 },
       (err, stdout, stderr) => {
@@ -168,8 +171,8 @@ describe(`migrations (${ENGINE})`, () => {
     const latest = Math.max(...MIGRATIONS.map((m) => m.version))
     assert.equal(await schemaVersion(h.service.db), latest)
     const before = await h.service.db.all('SELECT * FROM schema_migrations ORDER BY version')
-    assert.deepEqual(await migrate(h.service.db), [])
-    assert.deepEqual(await migrate(h.service.db), [])
+    assert.deepEqual(await migrate(h.service.db, MIGRATIONS), [])
+    assert.deepEqual(await migrate(h.service.db, MIGRATIONS), [])
     assert.deepEqual(await h.service.db.all('SELECT * FROM schema_migrations ORDER BY version'), before)
     assert.equal(await schemaVersion(h.service.db), latest)
   })
@@ -191,7 +194,7 @@ describe(`migrations (${ENGINE})`, () => {
         const db = openDatabase(loadConfig(fresh.env))
         try {
           assert.equal(await schemaVersion(db), Math.max(...MIGRATIONS.map((m) => m.version)))
-          assert.deepEqual(await migrate(db), [])
+          assert.deepEqual(await migrate(db, MIGRATIONS), [])
         } finally {
           await db.close()
         }

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { migrate, MIGRATIONS } from '../../src/db/migrations.ts'
+import { migrate } from '../../src/db/migrations.ts'
+import { MIGRATIONS } from '../../src/migrations.ts'
 import { openDatabase } from '../../src/db/open.ts'
 import { freshDatabaseEnv } from '../helpers.ts'
 

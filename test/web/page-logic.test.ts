@@ -13,8 +13,8 @@ import { maskPhone } from '../../src/identity/phone.ts'
 import { ledgerApproveMessage } from '../../src/ledger/approve.ts'
 import { CONTENT_SECURITY_POLICY, pageRoutes, renderPage } from '../../src/http/routes/pages.ts'
 import { maskPhone as pageMaskPhone } from '../../web/shared/mask-phone.ts'
-// The page bundles src/ledger/approve-text.ts itself (web/approve/flow.ts).
-import { ledgerApproveMessage as pageLedgerApproveMessage } from '../../src/ledger/approve-text.ts'
+// The page bundles src/contract/approve-text.ts itself (web/approve/flow.ts).
+import { ledgerApproveMessage as pageLedgerApproveMessage } from '../../src/contract/approve-text.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { randomObjectId } from '../support/kns.ts'
 import { SKIP } from './support.ts'

@@ -1,7 +1,7 @@
 /** What "Approve" and "Cancel" do once a wallet account is chosen: wallet, then the KNS API. */
 import { ApiError, postJson } from '../shared/api.ts'
 import type { PageConfig } from '../shared/page-config.ts'
-import { ledgerApproveMessage } from '../../src/ledger/approve-text.ts'
+import { ledgerApproveMessage } from '../../src/contract/approve-text.ts'
 import { signPersonalMessage, type Wallet, type WalletAccount } from './wallet.ts'
 
 /** GET /numsys/transaction_details (src/http/schemas.ts TransactionDetailsResponse). */

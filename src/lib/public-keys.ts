@@ -1,3 +1,4 @@
+/** Public-key formats of the keystores (domain.md): SPKI PEMs of P-256 keys, their key IDs. */
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto'
 import { ValidationError } from '../errors.ts'
 
@@ -12,6 +13,20 @@ export function pemBody(pemOrBody: string): string {
 /** The usual key ID (domain.md): first 32 hex characters of SHA-256 over the PEM's base64 body. */
 export function defaultKeyId(pemOrBody: string): string {
   return createHash('sha256').update(pemBody(pemOrBody)).digest('hex').slice(0, 32)
+}
+
+/**
+ * A keystore's public key (a full SPKI PEM or just its base64 body) as a canonical PEM; null
+ * when it is labelled as something else or is not base64. The key itself is not parsed here
+ * (see parseP256PublicKey).
+ */
+export function toSpkiPem(raw: string): string | null {
+  const trimmed = raw.trim()
+  const labelled = /^-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----$/.exec(trimmed)
+  if (labelled !== null && labelled[1] !== 'PUBLIC KEY') return null
+  const body = (labelled === null ? trimmed : labelled[2]!).replace(/\s+/g, '')
+  if (body === '' || !/^[A-Za-z0-9+/]+={0,2}$/.test(body) || body.length % 4 !== 0) return null
+  return toPem(body)
 }
 
 export function toPem(body: string): string {

@@ -1,3 +1,6 @@
+import type { Migration } from '../db/migrations.ts'
+import { BUCKET_BYTES_TRIGGER } from './bucket-bytes.ts'
+
 /**
  * Schema of the public statistics (migration 3). Raw sessions are kept for idempotency and
  * for recomputation; every public answer comes from the rollup tables below them, which
@@ -184,3 +187,36 @@ export const STATS_BYTEWISE_KEYS_MIGRATION: { postgres: string[] } = {
     'ALTER TABLE stats_clients ALTER COLUMN client_hash TYPE TEXT COLLATE "C"',
   ],
 }
+
+/** The statistics' migrations (versions 3-7), in order; src/migrations.ts puts every area's together. */
+export const STATS_MIGRATIONS: Migration[] = [
+  {
+    version: 3,
+    name: 'public statistics: nodes, usage sessions and their rollups',
+    up: STATS_MIGRATION,
+  },
+  {
+    version: 4,
+    name: 'public statistics: clustered tables for bulk import (SQLite WITHOUT ROWID)',
+    up: [],
+    only: STATS_LAYOUT_MIGRATION,
+  },
+  {
+    version: 5,
+    name: 'public statistics: client history keyed by week first, first week per network client',
+    up: [],
+    only: STATS_WEEK_FIRST_MIGRATION,
+  },
+  {
+    version: 6,
+    name: 'public statistics: text keys compared byte by byte on PostgreSQL',
+    up: [],
+    only: STATS_BYTEWISE_KEYS_MIGRATION,
+  },
+  {
+    version: 7,
+    name: 'public statistics: a bucket byte total that leaves the 64-bit integers is refused on SQLite too',
+    up: [],
+    only: { sqlite: [BUCKET_BYTES_TRIGGER] },
+  },
+]

@@ -1,0 +1,24 @@
+/**
+ * The change signals' vocabulary in one place (see change-signal.ts): topics, and the tags a
+ * change names within a topic. A write that can change a cached answer signals its tags in
+ * the same transaction; every cache that holds an entry derived from that tag drops it.
+ *
+ * - `caller`: what caller verification and approvals cache: a number's link to its token,
+ *   a token's keystores, a keystore's keys.
+ * - `ledger`: the embedded ledger's token owners.
+ */
+export const CALLER_TOPIC = 'caller'
+export const LEDGER_TOPIC = 'ledger'
+export const TOPICS = [CALLER_TOPIC, LEDGER_TOPIC] as const
+
+export const tag = {
+  phone: (phone: string) => `phone:${phone}`,
+  token: (objectId: string) => `token:${objectId.toLowerCase()}`,
+  keystore: (keystoreId: string) => `keystore:${keystoreId}`,
+}
+
+/** The value a tag of that kind names, or undefined when the tag is of another kind. */
+export function tagged(kind: keyof typeof tag, subject: string): string | undefined {
+  const prefix = `${kind}:`
+  return subject.startsWith(prefix) ? subject.slice(prefix.length) : undefined
+}

@@ -1,0 +1,17 @@
+/**
+ * Every migration of the service, in order: the foundation's (src/db) and each area's own
+ * (src/stats). Assembled here, above the areas, so that src/db imports no area. Versions are
+ * unique and consecutive; a gap or a duplicate stops the start, not a deployment halfway.
+ */
+import { FOUNDATION_MIGRATIONS, type Migration } from './db/migrations.ts'
+import { STATS_MIGRATIONS } from './stats/migrations.ts'
+
+function inOrder(migrations: Migration[]): Migration[] {
+  const sorted = [...migrations].sort((a, b) => a.version - b.version)
+  sorted.forEach((m, i) => {
+    if (m.version !== i + 1) throw new Error(`migration versions must run 1, 2, 3, ... without gaps or duplicates: found ${m.version} at position ${i + 1}`)
+  })
+  return sorted
+}
+
+export const MIGRATIONS: readonly Migration[] = inOrder([...FOUNDATION_MIGRATIONS, ...STATS_MIGRATIONS])
