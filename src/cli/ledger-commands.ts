@@ -1,4 +1,5 @@
-import { NotFoundError } from '../errors.ts'
+import { findApproval } from '../approvals/approval.ts'
+import { NotFoundError, ValidationError } from '../errors.ts'
 import { linkNumber } from '../identity/numbers.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import type { Service } from '../service.ts'
@@ -48,6 +49,17 @@ export async function ledgerCommand(service: Service, sub: string | undefined, a
   const objectId = objectIdValue(optional(values, 'object-id'), '--object-id')
   const ref = required(values, 'ref')
   const signer = keypairFromSecret(secretKeyArg(values)).toSuiAddress()
+  // The Move call takes any ref; this command is for approvals, so it refuses what no
+  // approval would accept rather than record a transaction and report success.
+  const approval = await findApproval(service.db, ref)
+  if (approval === null) throw new NotFoundError(`no approval ${ref} in this database`, { field: 'ref' })
+  if (approval.method !== 'event') {
+    throw new ValidationError(`approval ${ref} uses method "${approval.method}": the owner approves it with a wallet signature ` +
+      `(kns wallet sign-approval, then verify_signature), not with kns::approve`, { field: 'ref' })
+  }
+  if (approval.objectId !== objectId) {
+    throw new ValidationError(`approval ${ref} is for token ${approval.objectId}, not ${objectId}`, { field: 'object-id' })
+  }
   const { digest } = await ledger.approve(objectId, ref, signer)
   out.result({ digest, objectId, ref, sender: signer }, `approved ${ref} with ${objectId}: transaction ${digest}`)
 }

@@ -10,6 +10,7 @@ import { optional, parse, type Parsed } from './args.ts'
 import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
 import { ensureServerFlags } from './node-flags.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
+import { databaseExists, describeDatabase, requireExistingDatabase } from './database-location.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
 import { walletCommand } from './wallet-commands.ts'
@@ -46,8 +47,27 @@ ${STATS_USAGE}
 Configuration comes from the environment and ./.env (see README). --json prints one JSON
 object on stdout; errors go to stderr with a non-zero exit code.`
 
+/**
+ * `kns <command> --help`: the usage lines of that command (with their continuation lines),
+ * taken from the one usage text so the two never disagree.
+ */
+export function commandHelp(command: string): string {
+  const lines = USAGE.split('\n')
+  const picked: string[] = []
+  let inCommand = false
+  for (const line of lines) {
+    if (/^ {2}\S/.test(line)) inCommand = line.slice(2).split(' ')[0] === command
+    else if (!/^ {3,}\S/.test(line)) inCommand = false
+    if (inCommand) picked.push(line)
+  }
+  if (picked.length === 0) throw new UsageError(`unknown command '${command}'`)
+  return `Usage: kns ${command} ... [--json]\n\n${picked.join('\n')}\n\n` +
+    'Configuration comes from the environment and ./.env (see README): the CLI uses the same database and settings as the server.'
+}
+
 const OPTIONS = {
   ...STATS_OPTIONS,
+  help: { type: 'boolean', short: 'h' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
@@ -97,8 +117,13 @@ export async function main(argv: string[]): Promise<number> {
     json = args.values.json === true
     const out = createOutput(json)
     const [command, sub] = args.positionals
-    if (command === undefined || command === 'help' || command === '--help') {
+    const helpFor = command === 'help' ? sub : args.values.help === true ? command : undefined
+    if (command === undefined || (command === 'help' && sub === undefined) || (args.values.help === true && command === undefined)) {
       process.stdout.write(`${USAGE}\n`)
+      return 0
+    }
+    if (helpFor !== undefined) {
+      process.stdout.write(`${commandHelp(helpFor)}\n`)
       return 0
     }
     // Commands that need no database.
@@ -118,6 +143,13 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
+    // Every command below uses the database: say which, and never create one by accident:
+    // only the server, `migrate` and `seed` (which exist to fill one) create it, and say so.
+    const creates = command === 'migrate' || command === 'serve' || command === 'seed'
+    if (!creates) requireExistingDatabase(config)
+    if (!json && command !== 'serve') {
+      process.stderr.write(`kns: ${databaseExists(config) ? 'using' : 'creating a new database:'} ${describeDatabase(config)}\n`)
+    }
     if (command === 'migrate') {
       const db = openDatabase(config, 'tool')
       try {

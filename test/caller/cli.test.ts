@@ -106,7 +106,7 @@ test('keystore create with --key-id; a non-P-256 public key (RSA here; Ed25519, 
   const created = ok(custom)
   assert.equal(created.keyId, 'other-2026:k1')
   state.secondKeystore = created.objectId as string
-  assert.match(refused(bad, 1, 'INVALID_REQUEST'), /P-256/)
+  assert.match(refused(bad, 2, 'INVALID_REQUEST'), /P-256/)
   // The same rule, in-process (what the CLI calls), for the other shapes.
   const keystores = localLedger({ service }).keystores
   const others = [pemOf(generateKeyPairSync('ed25519')), pemOf(generateKeyPairSync('ec', { namedCurve: 'P-384' })),
@@ -126,7 +126,7 @@ test('keystore add-key: default key ID; a non-P-256 (Ed25519) key is refused; a 
     kns('keystore', 'add-key', state.keystoreId, '--public-key', ed, '--key-id', 'ed', '--json'),
   ])
   assert.deepEqual(ok(added), { objectId: state.keystoreId, keyId: extra.keyId })
-  assert.match(refused(edResult, 1, 'INVALID_REQUEST'), /P-256/)
+  assert.match(refused(edResult, 2, 'INVALID_REQUEST'), /P-256/)
   await assert.rejects(localLedger({ service }).keystores.addKey(state.keystoreId, state.publicPem), ConflictError)
   const keys = (await service.ledger.getKeystore(state.keystoreId))!.keys.map((k) => k.keyId)
   assert.deepEqual(keys.sort(), [state.keyId, extra.keyId].sort())

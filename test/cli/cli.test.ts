@@ -14,6 +14,8 @@ import { createApiKey } from '../../src/keys/api-keys.ts'
 import { findByPhone, linkNumber } from '../../src/identity/numbers.ts'
 import { LocalLedger } from '../../src/ledger/local-ledger.ts'
 import { openService, type Service } from '../../src/service.ts'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { killAll, oneJson, runKns, type RunResult } from '../support/process.ts'
 
@@ -220,6 +222,54 @@ test('ledger approve records an ApprovalEvent for the owner and refuses any othe
   assert.equal(tx.sender, owner.toSuiAddress())
   assert.deepEqual(tx.events.map((e) => [e.type, e.json]), [[s.ledger.approvalEventType, { object_id: token.objectId, ref: approvalNumber }]])
   assert.ok(!approved.stdout.includes(ownerKey) && !approved.stderr.includes(ownerKey), 'the secret key is never echoed')
+
+  // Not for a `sign` approval (its owner signs a message), another token's, or an unknown one:
+  // refused, no transaction recorded.
+  const { approvalNumber: signRef } = await createApproval({ db: s.db, ledger: s.ledger, phoneLinks: s.phoneLinks, publicBaseUrl: 'http://localhost', approvalTtlS: 900, approvalCommit: 'sync' }, apiKey, {
+    title: 'Wire transfer', message: 'Approve it', successRedirectUrl: 'https://vendor.example/ok',
+    cancelRedirectUrl: 'https://vendor.example/no', referenceNumber: 'ref-cli-2', method: 'sign', phoneNumber: phone,
+  })
+  const other = await ledger(s).mintToken(owner.toSuiAddress())
+  const [onSign, onOtherToken, onUnknown] = await Promise.all([
+    kns('ledger', 'approve', '--object-id', token.objectId, '--ref', signRef, '--secret-key', ownerKey, '--json'),
+    kns('ledger', 'approve', '--object-id', other.objectId, '--ref', approvalNumber, '--secret-key', ownerKey, '--json'),
+    kns('ledger', 'approve', '--object-id', token.objectId, '--ref', 'a'.repeat(24), '--secret-key', ownerKey, '--json'),
+  ])
+  assertJsonError(onSign, 2, 'INVALID_REQUEST', /uses method "sign".*wallet signature/)
+  assertJsonError(onOtherToken, 2, 'INVALID_REQUEST', /is for token/)
+  assertJsonError(onUnknown, 1, 'NOT_FOUND', /no approval/)
+})
+
+test('help: kns --help, -h, help <command> and <command> --help print usage and exit 0; an unknown command\'s help exits 2', async () => {
+  const [long, short, topic, flag, unknown] = await Promise.all([
+    kns('--help'), kns('-h'), kns('help', 'token'), kns('api-key', 'create', '--help'), kns('frobnicate', '--help'),
+  ])
+  for (const r of [long, short]) {
+    assert.equal(r.code, 0, r.stderr)
+    assert.match(r.stdout, /Usage: kns <command>/)
+  }
+  assert.equal(topic.code, 0, topic.stderr)
+  assert.match(topic.stdout, /token mint --phone/)
+  assert.doesNotMatch(topic.stdout, /api-key create/)
+  assert.equal(flag.code, 0, flag.stderr)
+  assert.match(flag.stdout, /api-key create --vendor/)
+  assertTextError(unknown, 2, /unknown command 'frobnicate'/)
+})
+
+test('a command on a missing embedded database stops, naming the path, and creates nothing; text mode says which database', async () => {
+  const elsewhere = await freshDatabaseEnv()
+  try {
+    if (ENGINE === 'sqlite') {
+      const result = await runKns(['api-key', 'list'], elsewhere.env)
+      assertTextError(result, 1, /no database at .*kns\.db.*kns migrate/)
+      assert.equal(existsSync(join(elsewhere.env.DATA_DIR!, 'kns.db')), false, 'no database was created')
+    }
+    const listed = await kns('api-key', 'list')
+    assert.equal(listed.code, 0, listed.stderr)
+    assert.match(listed.stderr, ENGINE === 'sqlite' ? /^kns: using SQLite \/.*kns\.db$/m : /^kns: using PostgreSQL /m)
+  } finally {
+    await elsewhere.cleanup()
+  }
 })
 
 test('usage errors exit 2 with a message on stderr and nothing on stdout', async () => {
