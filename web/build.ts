@@ -6,7 +6,7 @@
  *                                  sources (npm start and npm test run this first)
  *
  * "Other sources" is a SHA-256 over every file under web/, the server files the pages bundle
- * (SHARED_WITH_SERVER) and package-lock.json, kept in
+ * (src/contract/) and package-lock.json, kept in
  * dist/web/.build-stamp: unlike mtimes it survives clones and checkouts. Vite is imported only
  * when a build is needed, so a deployment that ships dist/web needs no dev dependencies.
  * Assets are also written brotli- and gzip-compressed (`.br`, `.gz`) for the server to send as they are.
@@ -20,8 +20,8 @@ import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib'
 const webDir = dirname(fileURLToPath(import.meta.url))
 const root = join(webDir, '..')
 const outDir = join(root, 'dist', 'web')
-/** Server files the pages bundle too (so both sides sign the same text); they count as sources. */
-const SHARED_WITH_SERVER = [join(root, 'src', 'ledger', 'approve-text.ts')]
+/** What the pages share with the server (src/contract/: the page bundles it too); it counts as sources. */
+const sharedWithServer = () => files(join(root, 'src', 'contract'))
 const stampFile = join(outDir, '.build-stamp')
 
 function files(dir: string): string[] {
@@ -34,7 +34,7 @@ function files(dir: string): string[] {
 
 export function sourceHash(): string {
   const hash = createHash('sha256')
-  const inputs = [...files(webDir), ...SHARED_WITH_SERVER, join(root, 'package-lock.json')].filter(existsSync).sort()
+  const inputs = [...files(webDir), ...sharedWithServer(), join(root, 'package-lock.json')].filter(existsSync).sort()
   for (const path of inputs) {
     hash.update(relative(root, path)).update('\0').update(readFileSync(path)).update('\0')
   }

@@ -1,23 +1,40 @@
 import { generateKeyPairSync, sign } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join, sep } from 'node:path'
+import { loadConfig, loadDotEnv } from '../config.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import { findByPhone } from '../identity/numbers.ts'
 import { verifyCall } from '../caller/verify-call.ts'
-import { NotFoundError } from '../errors.ts'
+import { ConflictError, NotFoundError } from '../errors.ts'
 import type { Service } from '../service.ts'
 import { optional, required, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
 import { e164Value, embeddedLedger, objectIdValue, readTextFile } from './values.ts'
 import { defaultKeyId } from '../lib/public-keys.ts'
 
+/**
+ * Where `keygen --out` writes: a bare name goes under $DATA_DIR/keys/ (kept out of the
+ * working tree, next to the database); anything with a directory in it, where it says.
+ */
+function keyFilePrefix(out: string): string {
+  if (out.includes('/') || out.includes(sep)) return out
+  loadDotEnv()
+  return join(loadConfig().dataDir, 'keys', out)
+}
+
 /** kns keystore create | add-key | revoke-key | keygen */
 export async function keystoreCommand(service: Service | null, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
   if (sub === 'keygen') {
-    const prefix = required(values, 'out')
+    const prefix = keyFilePrefix(required(values, 'out'))
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
     const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString()
-    writeFileSync(`${prefix}.key.pem`, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 })
-    writeFileSync(`${prefix}.pub.pem`, publicPem)
+    for (const path of [`${prefix}.key.pem`, `${prefix}.pub.pem`]) {
+      if (existsSync(path)) throw new ConflictError(`${path} exists: keygen never overwrites a key (choose another --out, or move it away)`)
+    }
+    mkdirSync(dirname(prefix), { recursive: true, mode: 0o700 })
+    // 'wx': created here or not at all, even if another process wrote it meanwhile.
+    writeFileSync(`${prefix}.key.pem`, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' })
+    writeFileSync(`${prefix}.pub.pem`, publicPem, { flag: 'wx' })
     const keyId = defaultKeyId(publicPem)
     return out.result({ privateKey: `${prefix}.key.pem`, publicKey: `${prefix}.pub.pem`, keyId },
       `wrote ${prefix}.key.pem (private, keep it safe) and ${prefix}.pub.pem; key ID ${keyId}`)

@@ -171,7 +171,8 @@ export async function main(argv: string[]): Promise<number> {
     const service = await openService(config, { watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool' })
     if (command === 'serve') {
       // Loaded only here: the HTTP stack is most of the CLI's start-up time.
-      const { serve } = await import('./serve.ts')
+      const { buildPagesIfStale, serve } = await import('./serve.ts')
+      buildPagesIfStale()
       await serve(service)
       return -1 // keeps running; shutdown exits the process
     }

@@ -1,3 +1,8 @@
+import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
@@ -29,9 +34,9 @@ async function issueDevelopmentKey(service: Service): Promise<void> {
     `      -d '{"email":"ada@example.com","phoneNumber":"+14155550100"}'`,
     `    curl -s ${base}/numsys/approval-phone -H 'content-type: application/json' -H 'x-api-key: ${key.key}' \\`,
     `      -d '{"title":"SIM replacement","message":"Approve the new SIM card","successRedirectUrl":"https://example.com/ok",`,
-    `           "cancelRedirectUrl":"https://example.com/cancel","referenceNumber":"ref-1","method":"sign","phoneNumber":"+14155550100"}'`,
+    `           "cancelRedirectUrl":"https://example.com/cancel","referenceNumber":"first-${randomBytes(3).toString('hex')}","method":"sign","phoneNumber":"+14155550100"}'`,
     '',
-    `  API reference: ${base}/docs`,
+    `  API reference: ${base}/docs    The whole tour: docs/tour.sh (README)`,
     '',
   ].join('\n') + '\n')
 }
@@ -62,6 +67,24 @@ function closeGracefully(app: FastifyInstance, service: Service): void {
   }
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))
+}
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+/**
+ * `kns serve` builds the pages when their sources changed since the last build, as `npm start`
+ * does (a child process: the build needs Vite, a dev dependency, which a deployment that ships
+ * dist/web does not have). When it cannot, it says what to run; the API serves either way and
+ * the pages answer 503 until they are built.
+ */
+export function buildPagesIfStale(): void {
+  const script = join(ROOT, 'web', 'build.ts')
+  if (!existsSync(script)) return // a deployment with dist/web only
+  const result = spawnSync(process.execPath, [script, '--if-stale'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 300_000 })
+  if (result.status !== 0) {
+    process.stderr.write(`kns: the web pages could not be built (${(result.stderr ?? '').trim().split('\n').at(-1) || `exit ${result.status}`}): ` +
+      'run `npm run build:web` (it needs the dev dependencies: npm ci). The API serves; the pages answer 503 until then.\n')
+  }
 }
 
 export async function serve(service: Service): Promise<FastifyInstance> {

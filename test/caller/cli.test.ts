@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { generateKeyPairSync, createPublicKey } from 'node:crypto'
-import { readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { importSPKI, jwtVerify } from 'jose'
@@ -77,6 +77,18 @@ test('keystore keygen writes an ES256 key pair (private 0600) and prints the con
   assert.equal(createPublicKey(readFileSync(state.privatePath, 'utf8')).export({ type: 'spki', format: 'pem' }), state.publicPem)
   assert.match(out.keyId as string, /^[0-9a-f]{32}$/)
   assert.equal(out.keyId, conventionalKeyId(state.publicPem))
+
+  // Never overwrites: the same --out again is refused and the key is untouched.
+  const before = readFileSync(state.privatePath, 'utf8')
+  refused(await kns('keystore', 'keygen', '--out', join(dir, 'operator'), '--json'), 1, 'CONFLICT')
+  assert.equal(readFileSync(state.privatePath, 'utf8'), before)
+})
+
+test('keystore keygen --out <bare name> writes under $DATA_DIR/keys, not the working directory', async () => {
+  const out = ok(await kns('keystore', 'keygen', '--out', 'bare-operator', '--json'))
+  assert.equal(out.privateKey, join(fresh.env.DATA_DIR!, 'keys', 'bare-operator.key.pem'))
+  assert.ok(existsSync(out.privateKey as string))
+  assert.equal(existsSync('bare-operator.key.pem'), false)
 })
 
 test('keystore create: default key ID = first 32 hex of SHA-256 over the PEM base64 body; stored with its fields', async () => {

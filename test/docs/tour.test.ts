@@ -1,0 +1,45 @@
+/**
+ * The README's tour (docs/tour.sh) run as a newcomer runs it: a fresh server, then the script
+ * in the repository with the server's settings. Every step checks its answer, so a doc that
+ * drifts from the service fails here.
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { after, test } from 'node:test'
+import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
+import { killAll, startServer } from '../support/process.ts'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+let fresh: TestEnv | undefined
+
+after(async () => {
+  await killAll()
+  await fresh?.cleanup()
+})
+
+function run(command: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    child.on('error', reject)
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, output })
+    })
+  })
+}
+
+test('docs/tour.sh runs against a fresh server, every step as it expects', { timeout: 150_000 }, async () => {
+  fresh = await freshDatabaseEnv()
+  const server = await startServer(fresh.env)
+  const env: Record<string, string> = { ...fresh.env, KNS_URL: server.url, NODE_NO_WARNINGS: '1' }
+  for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[name] !== undefined) env[name] = process.env[name]!
+  const result = await run('bash', ['docs/tour.sh'], env)
+  assert.equal(result.code, 0, result.output)
+  assert.match(result.output, /tour: every step answered as expected/)
+  await server.stop()
+})
