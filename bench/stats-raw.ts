@@ -3,7 +3,7 @@
  * the baseline the rollups are measured against, and a check that they give the same answer.
  */
 import type { Executor } from '../src/db/engine.ts'
-import { networkNodes } from '../src/stats/queries.ts'
+import { networkNodes } from '../src/stats/public/queries.ts'
 import type { Network, RangeStats } from '../src/stats/schemas.ts'
 import { bucketsOf, bucketSql, type Period } from '../src/stats/time.ts'
 

@@ -1,10 +1,10 @@
 import type { Migration } from '../db/migrations.ts'
-import { BUCKET_BYTES_TRIGGER } from './bucket-bytes.ts'
+import { BUCKET_BYTES_TRIGGER } from './rollups/bucket-bytes.ts'
 
 /**
  * Schema of the public statistics (migration 3). Raw sessions are kept for idempotency and
  * for recomputation; every public answer comes from the rollup tables below them, which
- * ingestion maintains in the same transaction as the raw rows (see rollups.ts).
+ * ingestion maintains in the same transaction as the raw rows (see rollups/apply-sessions.ts).
  *
  * Widths are bucket lengths in milliseconds (3600000 hour, 86400000 day, 604800000 week);
  * buckets are aligned to UTC (weeks start on Monday 00:00 UTC).

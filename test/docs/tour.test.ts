@@ -10,7 +10,7 @@ import { after, test } from 'node:test'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { killAll, startServer } from '../support/process.ts'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 let fresh: TestEnv | undefined
 
 after(async () => {
