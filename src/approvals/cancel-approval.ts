@@ -1,7 +1,7 @@
 import type { Database } from '../db/engine.ts'
 import { NotFoundError } from '../errors.ts'
 import { findApproval, markCancelled, statusAt } from './approval.ts'
-import type { Verdict } from './verify-signature.ts'
+import { failed, type Verdict } from './verdict.ts'
 
 /**
  * The user declines on the approval page. Knowing the approval number (96 random bits, only
@@ -16,6 +16,6 @@ export async function cancelApproval(db: Database, approvalNumber: string): Prom
   const current = (await findApproval(db, approvalNumber))!
   const status = statusAt(current, now)
   if (status === 'cancelled') return { success: true }
-  if (status === 'approved') return { success: false, code: 'ALREADY_APPROVED', error: 'this approval request was already approved' }
-  return { success: false, code: 'EXPIRED', error: 'this approval request has expired' }
+  if (status === 'approved') return failed('ALREADY_APPROVED', 'this approval request was already approved')
+  return failed('EXPIRED', 'this approval request has expired')
 }

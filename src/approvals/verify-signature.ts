@@ -6,6 +6,7 @@ import { verifyEd25519PersonalMessage } from '../lib/ed25519-fast.ts'
 import { check, CheckFailed, runChecks, type Check } from '../lib/checks.ts'
 import { checkApproverOwnsToken, checkDecidable, checkMethod, loadApproval, loaded, recordApproval, type DecideContext } from './decide-checks.ts'
 import { signMessageFor } from './sign-message.ts'
+import { verdictOf, type Verdict } from './verdict.ts'
 
 export interface VerifySignatureContext extends DecideContext {
   signature: string
@@ -25,7 +26,6 @@ interface ParsedSignature {
   addresses: string[]
 }
 
-export interface Verdict { success: boolean; code?: string; error?: string }
 
 function involvesZkLogin(parsed: ReturnType<typeof parseSerializedSignature>): boolean {
   if (parsed.signatureScheme === 'ZkLogin') return true
@@ -117,6 +117,5 @@ export const VERIFY_SIGNATURE: readonly Check<VerifySignatureContext>[] = [
 ]
 
 export async function verifySignature(ctx: VerifySignatureContext): Promise<Verdict> {
-  const outcome = await runChecks(VERIFY_SIGNATURE, ctx)
-  return outcome.ok ? { success: true } : { success: false, code: outcome.code, error: outcome.message }
+  return verdictOf(await runChecks(VERIFY_SIGNATURE, ctx))
 }

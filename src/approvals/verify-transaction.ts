@@ -2,7 +2,7 @@ import { check, CheckFailed, runChecks, type Check } from '../lib/checks.ts'
 import { readUntilAccepted, reReadNote } from '../ledger/freshness.ts'
 import type { LedgerTransaction } from '../ledger/ledger.ts'
 import { checkApproverOwnsToken, checkDecidable, checkMethod, loadApproval, loaded, recordApproval, type DecideContext } from './decide-checks.ts'
-import type { Verdict } from './verify-signature.ts'
+import { verdictOf, type Verdict } from './verdict.ts'
 
 export interface VerifyTransactionContext extends DecideContext {
   digest: string
@@ -50,6 +50,5 @@ export const VERIFY_TRANSACTION: readonly Check<VerifyTransactionContext>[] = [
 ]
 
 export async function verifyTransaction(ctx: VerifyTransactionContext): Promise<Verdict> {
-  const outcome = await runChecks(VERIFY_TRANSACTION, ctx)
-  return outcome.ok ? { success: true } : { success: false, code: outcome.code, error: outcome.message }
+  return verdictOf(await runChecks(VERIFY_TRANSACTION, ctx))
 }

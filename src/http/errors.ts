@@ -1,18 +1,18 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
-import { DatabaseUnavailableError, KnsError, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
+import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
 import { PATTERN_WORDS } from '../lib/text.ts'
 import { errorBody } from './error-body.ts'
 import { methodNotAllowed, trackRouteMethods } from './transport.ts'
 
 
 /** Fastify's own 4xx errors, mapped to our stable codes. */
-const FASTIFY_CODES: Record<number, string> = {
+const FASTIFY_CODES: Record<number, ErrorCode> = {
   400: 'INVALID_REQUEST', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED', 406: 'NOT_ACCEPTABLE',
   413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE', 429: 'RATE_LIMITED',
 }
 
-function send(reply: FastifyReply, request: FastifyRequest, status: number, code: string, text: string, field?: string): FastifyReply {
+function send(reply: FastifyReply, request: FastifyRequest, status: number, code: ErrorCode, text: string, field?: string): FastifyReply {
   return reply.status(status).send(errorBody(code, text, String(request.id), field))
 }
 

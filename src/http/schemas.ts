@@ -1,6 +1,7 @@
 import { Type, type TSchema } from 'typebox'
 import { E164_PATTERN } from '../identity/phone.ts'
-import { ERROR_CODES } from '../errors.ts'
+import { APPROVAL_FAILURES } from '../contract/failure-codes.ts'
+import { HTTP_ERROR_CODES } from '../errors.ts'
 import { EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE } from '../lib/text.ts'
 
 /** Shared formats of the contract (kns-api.md, "Common formats"). */
@@ -13,7 +14,7 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 86
 
 export const ErrorBody = Type.Object({
   success: Type.Literal(false),
-  code: Type.String({ description: `stable machine-readable code: ${ERROR_CODES.join(', ')}` }),
+  code: Type.String({ description: `stable machine-readable code: ${HTTP_ERROR_CODES.join(', ')}` }),
   error: Type.String({ description: 'what went wrong, for people' }),
   message: Type.String({ description: 'same text as `error` (the registration contract names it `message`)' }),
   field: Type.Optional(Type.String({ description: 'the request field at fault, when one is' })),
@@ -100,7 +101,7 @@ export const VerdictResponse = Type.Object({
   success: Type.Boolean(),
   error: Type.Optional(Type.String({ description: 'why verification failed' })),
   code: Type.Optional(Type.String({
-    description: 'extension, stable reason: WRONG_METHOD, CANCELLED, EXPIRED, INVALID_SIGNATURE, UNSUPPORTED_SIGNATURE_SCHEME, WRONG_SIGNER, TOKEN_NOT_FOUND, TRANSACTION_NOT_FOUND, TRANSACTION_FAILED, EVENT_MISSING, ALREADY_APPROVED',
+    description: `extension, stable reason: ${Object.keys(APPROVAL_FAILURES).join(', ')}`,
   })),
 })
 

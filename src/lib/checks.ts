@@ -1,11 +1,13 @@
+import type { FailureCode } from '../contract/failure-codes.ts'
+
 /**
  * Verification pipelines are lists of small named checks run in order, so each pipeline
  * reads like the checklist it implements and reports which step failed and why.
  */
 export class CheckFailed extends Error {
-  /** Stable, machine-readable reason, e.g. WRONG_SIGNER. */
-  readonly code: string
-  constructor(code: string, message: string) {
+  /** Stable, machine-readable reason, e.g. WRONG_SIGNER: one of the contract's lists. */
+  readonly code: FailureCode
+  constructor(code: FailureCode, message: string) {
     super(message)
     this.name = 'CheckFailed'
     this.code = code
@@ -22,7 +24,7 @@ export interface StepReport { name: string; ok: boolean; detail?: string }
 
 export type CheckOutcome =
   | { ok: true; steps: StepReport[] }
-  | { ok: false; code: string; message: string; failedStep: string; steps: StepReport[] }
+  | { ok: false; code: FailureCode; message: string; failedStep: string; steps: StepReport[] }
 
 export function check<C>(name: string, run: Check<C>['run']): Check<C> {
   return { name, run }

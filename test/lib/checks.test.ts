@@ -56,7 +56,7 @@ test('the first CheckFailed stops the pipeline and names the step, code and reas
 test('checks share the context: an earlier step prepares what a later one reads', async () => {
   const load = check<Ctx>('load', async (c) => { c.value = 41 })
   const use = check<Ctx>('use', (c) => {
-    if (c.value !== 41) throw new CheckFailed('NOT_LOADED', 'nothing loaded')
+    if (c.value !== 41) throw new CheckFailed('TOKEN_NOT_FOUND', 'nothing loaded')
     return `value ${c.value + 1}`
   })
   const outcome = await runChecks([load, use], { seen: [] })
