@@ -4,6 +4,7 @@ import { ChangeWatcher } from '../db/change-signal.ts'
 import { CALLER_TOPIC, tag } from '../db/change-topics.ts'
 import { findByPhone } from '../identity/numbers.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
 import { parseP256PublicKey } from '../lib/public-keys.ts'
 
@@ -21,7 +22,7 @@ export interface Resolution {
   keys: SigningKey[]
 }
 
-interface Entry { value: Resolution; tags: string[]; expiresAt: number }
+interface Entry { value: Resolution; expiresAt: number }
 
 const MAX_ENTRIES = 200_000
 const prepared = new Map<string, KeyObject>()
@@ -57,11 +58,9 @@ export class KeyDirectory {
   readonly #db: Database
   readonly #ledger: Ledger
   readonly #ttlMs: number
-  readonly #entries = new Map<string, Entry>()
-  readonly #byTag = new Map<string, Set<string>>()
+  /** Entries tagged with the number, token and keystores they came from (a lookup that raced an invalidation is not kept). */
+  readonly #entries = new InvalidatingCache<string, Entry>(MAX_ENTRIES)
   readonly #inflight = new SingleFlight<string, Resolution>()
-  /** Bumped on every invalidation, so a lookup that raced one is not cached stale. */
-  #generation = 0
 
   constructor(db: Database, ledger: Ledger, options: { ttlMs: number }) {
     this.#db = db
@@ -75,15 +74,7 @@ export class KeyDirectory {
   }
 
   invalidate(tag: string | null): void {
-    this.#generation++
-    if (tag === null) {
-      this.#entries.clear()
-      this.#byTag.clear()
-      return
-    }
-    const phones = this.#byTag.get(tag)
-    if (phones === undefined) return
-    for (const phone of phones) this.#drop(phone)
+    this.#entries.invalidate(tag)
   }
 
   async resolve(phone: string): Promise<Resolution> {
@@ -93,7 +84,7 @@ export class KeyDirectory {
   }
 
   async #load(phone: string): Promise<Resolution> {
-    const generation = this.#generation
+    const stamp = this.#entries.begin()
     const link = await findByPhone(this.#db, phone)
     const value: Resolution = { tokenId: link?.objectId ?? null, keystoreIds: [], keys: [] }
     if (link !== null) {
@@ -112,30 +103,8 @@ export class KeyDirectory {
         }
       }
     }
-    if (generation === this.#generation) this.#store(phone, value)
-    return value
-  }
-
-  #store(phone: string, value: Resolution): void {
-    if (this.#entries.size >= MAX_ENTRIES) this.invalidate(null)
     const tags = [tag.phone(phone), ...(value.tokenId === null ? [] : [tag.token(value.tokenId)]), ...value.keystoreIds.map(tag.keystore)]
-    this.#drop(phone)
-    this.#entries.set(phone, { value, tags, expiresAt: Date.now() + this.#ttlMs * (1 - TTL_JITTER * Math.random()) })
-    for (const t of tags) {
-      let set = this.#byTag.get(t)
-      if (set === undefined) this.#byTag.set(t, set = new Set())
-      set.add(phone)
-    }
-  }
-
-  #drop(phone: string): void {
-    const entry = this.#entries.get(phone)
-    if (entry === undefined) return
-    this.#entries.delete(phone)
-    for (const tag of entry.tags) {
-      const set = this.#byTag.get(tag)
-      set?.delete(phone)
-      if (set?.size === 0) this.#byTag.delete(tag)
-    }
+    this.#entries.set(phone, { value, expiresAt: Date.now() + this.#ttlMs * (1 - TTL_JITTER * Math.random()) }, stamp, tags)
+    return value
   }
 }

@@ -1,6 +1,7 @@
 import type { ChangeWatcher } from '../db/change-signal.ts'
 import type { Database } from '../db/engine.ts'
 import { CALLER_TOPIC, tagged } from '../db/change-topics.ts'
+import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import { findByPhone, type NumberLink } from './numbers.ts'
 
 /** Past this many cached links the cache starts over (a bound on memory, not an LRU). */
@@ -17,19 +18,17 @@ const MAX_ENTRIES = 100_000
 export class PhoneLinks {
   readonly #db: Database
   /** undefined while not subscribed: every find reads the database. */
-  #links: Map<string, NumberLink> | undefined
-  /** Bumped by every invalidation, so a read that raced one does not store what it read. */
-  #generation = 0
+  #links: InvalidatingCache<string, NumberLink> | undefined
 
   constructor(db: Database) {
     this.#db = db
   }
 
   subscribe(changes: ChangeWatcher): void {
-    this.#links = new Map()
+    this.#links = new InvalidatingCache(MAX_ENTRIES)
     changes.on('change', (topic, subject) => {
       if (topic !== CALLER_TOPIC) return
-      if (subject === null) return this.#forgetAll()
+      if (subject === null) return this.#links?.invalidate(null)
       const phone = tagged('phone', subject)
       if (phone !== undefined) this.forget(phone)
     })
@@ -38,22 +37,13 @@ export class PhoneLinks {
   async find(phone: string): Promise<NumberLink | null> {
     const hit = this.#links?.get(phone)
     if (hit !== undefined) return hit
-    const generation = this.#generation
+    const stamp = this.#links?.begin()
     const link = await findByPhone(this.#db, phone)
-    if (link !== null && this.#links !== undefined && generation === this.#generation) {
-      if (this.#links.size >= MAX_ENTRIES) this.#links.clear()
-      this.#links.set(phone, link)
-    }
+    if (link !== null && stamp !== undefined) this.#links?.set(phone, link, stamp)
     return link
   }
 
   forget(phone: string): void {
-    this.#generation++
     this.#links?.delete(phone)
-  }
-
-  #forgetAll(): void {
-    this.#generation++
-    this.#links?.clear()
   }
 }

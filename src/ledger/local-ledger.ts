@@ -4,12 +4,16 @@ import { signalChange, type ChangeWatcher } from '../db/change-signal.ts'
 import { LEDGER_TOPIC, tag, tagged } from '../db/change-topics.ts'
 import type { Database, Executor } from '../db/engine.ts'
 import { NotFoundError, ForbiddenError } from '../errors.ts'
+import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import { LocalKeystores } from './local-keystores.ts'
 import type { Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
 
 /** Change topic of token ownership (mint, transfer). */
 
 interface TransactionRow { digest: string; sender: string; status: string; events: string; created_at: number }
+
+/** Past this many cached owners the cache starts over. */
+const MAX_CACHED_OWNERS = 100_000
 
 /**
  * The embedded ledger (`LEDGER=local`): KNS tokens and transactions in the service's own
@@ -29,7 +33,7 @@ export class LocalLedger implements Ledger {
   readonly keystores: LocalKeystores
   readonly #db: Database
   /** objectId -> owner (null: no such token); undefined while not subscribed to changes. */
-  #owners: Map<string, string | null> | undefined
+  #owners: InvalidatingCache<string, string | null> | undefined
 
   constructor(db: Database, knsPackageId: string) {
     this.#db = db
@@ -45,10 +49,10 @@ export class LocalLedger implements Ledger {
    * transfer (in any process) raises; `fresh` reads skip the cache.
    */
   subscribe(changes: ChangeWatcher): void {
-    this.#owners = new Map()
+    this.#owners = new InvalidatingCache(MAX_CACHED_OWNERS)
     changes.on('change', (topic, subject) => {
       if (topic !== LEDGER_TOPIC) return
-      if (subject === null) this.#owners?.clear()
+      if (subject === null) this.#owners?.invalidate(null)
       else this.#owners?.delete(tagged('token', subject) ?? subject)
     })
   }
@@ -57,11 +61,10 @@ export class LocalLedger implements Ledger {
     const id = normalizeSuiAddress(objectId)
     const cached = options?.fresh ? undefined : this.#owners?.get(id)
     if (cached !== undefined) return cached === null ? null : { objectId: id, owner: cached }
+    // A transfer committed while this read ran must not leave its old owner cached.
+    const stamp = this.#owners?.begin()
     const token = await this.#readToken(this.#db, id)
-    if (this.#owners !== undefined) {
-      if (this.#owners.size >= 100_000) this.#owners.clear()
-      this.#owners.set(id, token?.owner ?? null)
-    }
+    if (stamp !== undefined) this.#owners?.set(id, token?.owner ?? null, stamp)
     return token
   }
 
