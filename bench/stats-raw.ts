@@ -4,7 +4,7 @@
  */
 import type { Executor } from '../src/db/engine.ts'
 import { networkNodes } from '../src/stats/public/queries.ts'
-import type { Network, RangeStats } from '../src/stats/schemas.ts'
+import type { Network, RangeStats } from '../src/contract/stats-schemas.ts'
 import { bucketsOf, bucketSql, type Period } from '../src/stats/time.ts'
 
 export async function rawRangeStats(db: Executor, network: Network, period: Period): Promise<RangeStats> {

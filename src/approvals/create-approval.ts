@@ -8,6 +8,7 @@ import type { Ledger } from '../ledger/ledger.ts'
 import type { ApiKey } from '../keys/api-keys.ts'
 import { randomHex } from '../lib/random-hex.ts'
 import { findByReference, insertApproval, statusAt, type Approval, type Method } from './approval.ts'
+import type { CreatedApproval } from '../contract/api-types.ts'
 
 export interface ApprovalRequest {
   title: string
@@ -36,7 +37,8 @@ export interface CreateApprovalDeps {
   approvalCommit: 'async' | 'sync'
 }
 
-export interface CreatedApproval { approvalUrl: string; approvalNumber: string }
+/** The answer of approval-phone / approval-object-id: the contract's type. */
+export type { CreatedApproval }
 
 export function approvalUrl(publicBaseUrl: string, approvalNumber: string): string {
   return `${publicBaseUrl}/approve?ref=${approvalNumber}`

@@ -2,25 +2,11 @@ import type { Database } from '../db/engine.ts'
 import { NotFoundError } from '../errors.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { findApproval, statusAt, type Approval, type Status } from './approval.ts'
+import type { TransactionDetails } from '../contract/api-types.ts'
 import { signMessageFor } from './sign-message.ts'
 
-export interface TransactionDetails {
-  title: string
-  message: string
-  objectId: string
-  successRedirectUrl: string
-  cancelRedirectUrl: string
-  approvalNumber: string
-  createdAt: string
-  approved: boolean
-  method: string
-  phoneNumber?: string
-  wallet?: string
-  vendorBrand: string
-  status: Status
-  expiresAt: string
-  signMessage: string
-}
+/** The answer of GET /numsys/transaction_details: the contract's type (derived from its schema). */
+export type { TransactionDetails }
 
 /**
  * `wallet` is the address that must approve (the token's current owner) until the request

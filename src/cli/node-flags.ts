@@ -8,7 +8,7 @@
  * thread pool), so a big young generation holds megabytes of them at every collection, and
  * each scavenge took 10-35 ms to copy and promote them: every request in flight waited that
  * long. With 8 MB the scavenges average 1.7 ms and the process spends less CPU per request
- * (call verification on 2 cores: half-peak p99 24-38 ms -> 4.1 ms; README, Benchmarks).
+ * (call verification on 2 cores: half-peak p99 24-38 ms -> 4.1 ms; docs/benchmarks.md).
  */
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8']
 

@@ -13,7 +13,7 @@
  * multiplying, which is what a database server on the same small machine needs (on 2 cores,
  * each PostgreSQL round trip costs ~60 µs of its CPU on top of the rows' work).
  */
-import { isStorableKey } from '../lib/text.ts'
+import { isStorableKey } from '../lib/storable-key.ts'
 import type { Database, Executor } from './engine.ts'
 
 export interface CoalesceOptions {

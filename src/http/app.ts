@@ -13,7 +13,7 @@ import { ledgerRoutes } from './routes/ledger.ts'
 import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { statsRoutes } from './routes/stats.ts'
-import { ErrorBody } from './schemas.ts'
+import { ErrorBody } from '../contract/api-schemas.ts'
 
 export const BODY_LIMIT = 64 * 1024
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
-import { PATTERN_WORDS } from '../lib/text.ts'
+import { PATTERN_WORDS } from '../contract/text.ts'
 import { errorBody } from './error-body.ts'
 import { methodNotAllowed, trackRouteMethods } from './transport.ts'
 

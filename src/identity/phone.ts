@@ -1,7 +1,7 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
+import { E164_PATTERN } from '../contract/text.ts'
 
 /** The contract's E.164 pattern (the leading `+` is optional on input). */
-export const E164_PATTERN = '^\\+?[1-9]\\d{5,14}$'
 const E164 = new RegExp(E164_PATTERN)
 
 export function isE164(value: string): boolean {

@@ -30,7 +30,7 @@ export const STATS_MIGRATION: string[] = [
     updated_at BIGINT NOT NULL
   )`,
   // Keyed by time first so that inserts append to the index (a random-keyed index on
-  // session_id alone made bulk ingestion 3x slower; see README). A session never changes
+  // session_id alone made bulk ingestion 3x slower; see docs/design/rollups.md). A session never changes
   // its start, so (start, sessionId) still identifies a re-sent session.
   `CREATE TABLE stats_sessions (
     start_ms BIGINT NOT NULL,
@@ -110,7 +110,7 @@ function recreate(table: string, definition: string, columns: string): string[] 
  * Migration 4, physical layout only. SQLite stores a table with a composite primary key as a
  * rowid b-tree plus a separate index on the key; WITHOUT ROWID keeps one b-tree ordered by the
  * key, so an insert touches half the pages (and stats_sessions, keyed by time first, appends).
- * Measured on `kns stats import`: see README "Public statistics". PostgreSQL has no such choice.
+ * Measured on `kns stats import`: see docs/design/import.md. PostgreSQL has no such choice.
  */
 export const STATS_LAYOUT_MIGRATION: { sqlite: string[]; postgres: string[] } = {
   sqlite: [

@@ -3,7 +3,7 @@
  * found by the server started again on the same database. On SQLite the commit is in the WAL
  * before the answer; on PostgreSQL (APPROVAL_COMMIT=async by default) it was acknowledged by
  * PostgreSQL before the answer, and the server process dying cannot take it back: only a crash
- * of the database server could (README, Storage). Runs on the suite's engine.
+ * of the database server could (docs/design/storage.md). Runs on the suite's engine.
  */
 import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'

@@ -2,7 +2,7 @@
  * What a request deserves, decided from the OpenAPI document alone, and whether the answer
  * lives up to it. A request the document accepts may still get a 4xx (semantic checks: a
  * period with start >= end, an unknown approval number); one it rejects must get a 4xx, and
- * the precise one where the README is precise (401 before anything about the body, 405 with
+ * the precise one where docs/api.md is precise (401 before anything about the body, 405 with
  * Allow, 415). Never a 5xx; every error in the one shape.
  */
 import type { LightMyRequestResponse } from 'fastify'
@@ -20,7 +20,7 @@ export interface OracleContext {
 }
 
 const ERROR_KEYS = ['success', 'code', 'error', 'message', 'requestId', 'field']
-/** Status of each documented code (README, "Authentication, limits, errors"). */
+/** Status of each documented code (docs/failure-codes.md). */
 const CODE_STATUS: Record<string, number> = {
   INVALID_REQUEST: 400, UNAUTHORIZED: 401, FORBIDDEN: 403, NOT_FOUND: 404, METHOD_NOT_ALLOWED: 405, CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413, UNSUPPORTED_MEDIA_TYPE: 415, RATE_LIMITED: 429,

@@ -2,28 +2,12 @@
 import { ApiError, postJson } from '../shared/api.ts'
 import type { PageConfig } from '../shared/page-config.ts'
 import { ledgerApproveMessage } from '../../src/contract/approve-text.ts'
+import type { ApprovalVerdict, TransactionDetails } from '../../src/contract/api-types.ts'
 import { signPersonalMessage, type Wallet, type WalletAccount } from './wallet.ts'
 
-/** GET /numsys/transaction_details (src/http/schemas.ts TransactionDetailsResponse). */
-export interface Details {
-  title: string
-  message: string
-  objectId: string
-  successRedirectUrl: string
-  cancelRedirectUrl: string
-  approvalNumber: string
-  createdAt: string
-  approved: boolean
-  method: 'sign' | 'event'
-  phoneNumber?: string
-  wallet?: string
-  vendorBrand: string
-  status: 'pending' | 'approved' | 'cancelled' | 'expired'
-  expiresAt: string
-  signMessage: string
-}
-
-export interface Verdict { success: boolean; error?: string; code?: string }
+/** GET /numsys/transaction_details, and the verdict of verify_signature / verify_transaction / approval-cancel: the API's own types. */
+export type Details = TransactionDetails
+export type Verdict = ApprovalVerdict
 
 /** A failure to show to the user; `code` is the API's when there is one. */
 export class FlowError extends Error {

@@ -1,35 +1,20 @@
 /**
  * The public network explorer (GET /): all-time figures, a period driving the gateway, WiFi and
  * sign-up charts, a world map and a table of the nodes. Everything from the public statistics
- * endpoints (README "Public statistics"); all text is set with textContent.
+ * endpoints (docs/stats.md); all text is set with textContent.
  */
 import '../shared/base.css'
 import './explorer.css'
 import { ApiError, getJson, postJson } from '../shared/api.ts'
 import { areaChart, stackedBars } from './charts.ts'
 import { bucketLabel, countryName, customPeriod, formatDecimal, formatInt, presetPeriod, type Period, type Preset } from './format.ts'
-import { toMapNodes, type GatewayNodeJson, type MapNode, type WifiNodeJson } from './nodes.ts'
+import { toMapNodes, type MapNode, type WifiNodeJson } from './nodes.ts'
+import type { GlobalStatsAnswer, NsStatsAnswer, RangeStatsAnswer } from '../../src/contract/api-types.ts'
 
-interface GlobalStats { totalUniqueClients: number; totalGB: number; totalSessions: number }
-interface RangeStats {
-  totalCumulativeUniqueClients: number
-  totalCumulativeGB: number
-  totalCumulativeSessions: number
-  periodUsage: {
-    currentUsageMB: number
-    currentClients: number
-    currentSessions: number
-    dataUsageMB: number[][]
-    clients: number[][]
-    sessions: number[][]
-    gatewayNodes: GatewayNodeJson[]
-  }
-}
-interface NsStats {
-  totalNS: number
-  totalPerCountry: Record<string, number>
-  periodUsage: { ns: number; ts: number[]; perCountry: Record<string, number[]> }
-}
+/** The statistics endpoints' answers: the API's own types. */
+type GlobalStats = GlobalStatsAnswer
+type RangeStats = RangeStatsAnswer
+type NsStats = NsStatsAnswer
 
 const API = '/api/v1'
 const TABLE_PAGE = 100

@@ -1,3 +1,5 @@
+import type { GatewayNodeAnswer, WifiNodeAnswer } from '../../src/contract/api-types.ts'
+
 /** Gateways and WiFi nodes as the map and the table show them. */
 export interface MapNode {
   network: 'gateway' | 'wifi'
@@ -10,8 +12,9 @@ export interface MapNode {
   detail: string
 }
 
-export interface GatewayNodeJson { location: string; uid: string; lat: number; lon: number; status: string; spectrum: string }
-export interface WifiNodeJson { name: string; uid: string; status: string; model: string; wifi_level: string; lat: number; lon: number }
+/** The nodes as the statistics endpoints answer them (the API's own types). */
+export type GatewayNodeJson = GatewayNodeAnswer
+export type WifiNodeJson = WifiNodeAnswer
 
 export function toMapNodes(gateways: GatewayNodeJson[], wifi: WifiNodeJson[]): MapNode[] {
   return [

@@ -7,11 +7,11 @@ import { createClientHasher } from '../../stats/ingest/client-hash.ts'
 import { ingestSessions, upsertGateways, upsertWifiNodes } from '../../stats/ingest/ingest.ts'
 import {
   GatewayList, MAX_BATCH, NodesUpserted, UsageBatch, UsageIngested, UsageRejected, WifiNodeList,
-} from '../../stats/schemas.ts'
+} from '../../contract/stats-schemas.ts'
 import { checkBatch } from '../../stats/ingest/validate-session.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { errorBody } from '../error-body.ts'
-import { withErrors } from '../schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
 
 /** 10 000 sessions of the longest allowed fields are about 7 MB of JSON. */
 export const USAGE_BODY_LIMIT = 16 * 1024 * 1024

@@ -12,7 +12,7 @@ import { BODY_LIMITS } from '../json-body.ts'
 import {
   ApprovalResponse, CancelRequest, DetailsQuery, ObjectIdApprovalRequest, PhoneApprovalRequest, TransactionDetailsResponse,
   VerdictResponse, VerifySignatureRequest, VerifyTransactionRequest, withErrors,
-} from '../schemas.ts'
+} from '../../contract/api-schemas.ts'
 
 const VERDICT_NOTE = 'A well-formed request that fails verification is answered 200 with `success: false`, `error` and `code`; ' +
   'a malformed one 400; an unknown approval number 404. Repeating a successful verification succeeds again.'

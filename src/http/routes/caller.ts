@@ -6,7 +6,7 @@ import { canonicalPhone } from '../../identity/phone.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../schemas.ts'
+import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../../contract/api-schemas.ts'
 
 export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()

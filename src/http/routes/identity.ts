@@ -4,7 +4,7 @@ import { registerOrLogin } from '../../identity/register.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { RegisterRequest, RegisterResponse, withErrors } from '../schemas.ts'
+import { RegisterRequest, RegisterResponse, withErrors } from '../../contract/api-schemas.ts'
 
 export async function identityRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()

@@ -5,7 +5,7 @@ import { approveWithSignature } from '../../ledger/approve.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { LedgerApproveRequest, LedgerApproveResponse, withErrors } from '../schemas.ts'
+import { LedgerApproveRequest, LedgerApproveResponse, withErrors } from '../../contract/api-schemas.ts'
 
 /** Embedded-ledger operations over HTTP; registered only when LEDGER=local. */
 export async function ledgerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {

@@ -5,11 +5,11 @@ import { Type } from 'typebox'
 import type { Service } from '../../service.ts'
 import { AnswerCache } from '../../stats/public/answer-cache.ts'
 import { globalStats, nsStats, rangeStats, statsVersion, wifiNodes } from '../../stats/public/queries.ts'
-import { GlobalStats, NsStats, RangeRequest, RangeStats, WifiNodeListResponse, type Network } from '../../stats/schemas.ts'
+import { GlobalStats, NsStats, RangeRequest, RangeStats, WifiNodeListResponse, type Network } from '../../contract/stats-schemas.ts'
 import { normalizePeriod, WIDTH_NAMES, type Period } from '../../stats/time.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS, useJsonParser } from '../json-body.ts'
-import { withErrors } from '../schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
 
 /** Explorers poll; a few seconds of staleness is invisible on a chart and spares the database. */
 export const CACHE_CONTROL = 'public, max-age=10'

@@ -9,7 +9,7 @@ import { getExampleNumber } from 'libphonenumber-js/max'
 import examples from 'libphonenumber-js/mobile/examples'
 import type { CountryCode } from 'libphonenumber-js'
 import { PLACES, type Place } from './places.ts'
-import type { Gateway, WifiNode } from '../schemas.ts'
+import type { Gateway, WifiNode } from '../../contract/stats-schemas.ts'
 import { DAY, HOUR } from '../time.ts'
 import type { Session } from '../ingest/validate-session.ts'
 

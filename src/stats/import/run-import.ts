@@ -15,7 +15,7 @@ import { bucketStart, WEEK } from '../time.ts'
 import { workerBatches } from './reader-batches.ts'
 import { upsertGateways, upsertWifiNodes } from '../ingest/ingest.ts'
 import { createProgress } from './progress.ts'
-import { Gateway, WifiNode } from '../schemas.ts'
+import { Gateway, WifiNode } from '../../contract/stats-schemas.ts'
 
 export { IMPORT_BATCH } from './session-batches.ts'
 const REPORTED = 20

@@ -7,7 +7,7 @@
  */
 import { copyText } from '../sql-rows.ts'
 import { csvObject, formatOf, readCsvRows, readRecords } from './file-records.ts'
-import { SESSION_LIMITS, SINGLE_LINE } from '../schemas.ts'
+import { SESSION_LIMITS, SINGLE_LINE } from '../../contract/stats-schemas.ts'
 import { EARLIEST_MS } from '../time.ts'
 import { checkSession, FUTURE_TOLERANCE_MS, type Session } from '../ingest/validate-session.ts'
 import type { WeekActivity } from '../rollups/week-activity.ts'

@@ -175,7 +175,7 @@ export class BulkImport {
   }
 }
 
-/** The import's transactions need not wait for the disk: a crash loses at most the last few, and the import run again stores them (see README). */
+/** The import's transactions need not wait for the disk: a crash loses at most the last few, and the import run again stores them (see docs/design/import.md). */
 async function relaxDurability(tx: Executor): Promise<void> {
   if (tx.engine === 'postgres') await tx.run('SET LOCAL synchronous_commit TO OFF')
 }

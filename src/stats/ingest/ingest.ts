@@ -6,7 +6,7 @@ import type { Database, Executor } from '../../db/engine.ts'
 import { insertRows } from '../sql-rows.ts'
 import { refusingOverflow } from '../rollups/bucket-bytes.ts'
 import { applyToRollups, type StoredSession } from '../rollups/apply-sessions.ts'
-import type { Gateway, WifiNode } from '../schemas.ts'
+import type { Gateway, WifiNode } from '../../contract/stats-schemas.ts'
 import type { Session } from './validate-session.ts'
 
 /**

@@ -1,5 +1,5 @@
 import { Compile } from 'typebox/compile'
-import { SESSION_LIMITS, SessionInput, type Network } from '../schemas.ts'
+import { SESSION_LIMITS, SessionInput, type Network } from '../../contract/stats-schemas.ts'
 import { EARLIEST_MS, parseInstant } from '../time.ts'
 
 /** A session as stored, before its clientId is hashed. */

@@ -4,7 +4,7 @@
  */
 import type { Executor } from '../../db/engine.ts'
 import { divideExact, exactInteger } from '../../lib/exact-sum.ts'
-import type { Network, NsStats, RangeStats, WifiNode } from '../schemas.ts'
+import type { Network, NsStats, RangeStats, WifiNode } from '../../contract/stats-schemas.ts'
 import { bucketsOf, bucketSql, bucketStart, DAY, HOUR, WEEK, type Period } from '../time.ts'
 
 const MB = 1e6

@@ -16,7 +16,7 @@ import { checkBucketBytes } from './bucket-bytes.ts'
 import { insertRows } from '../sql-rows.ts'
 import { loadWindows, masksOf, recordClients, recordFirstWeeks, WEEK_COLUMNS } from './client-history.ts'
 import { addPointChange, FIRST_EVER, hourOf, hoursOfWeek, mergeHours, parsePointKey, weeksOfHours, type PointCounts } from './presence.ts'
-import type { Network } from '../schemas.ts'
+import type { Network } from '../../contract/stats-schemas.ts'
 import { bucketStart, WEEK, WIDTHS } from '../time.ts'
 
 /** A stored session, as the rollups see it. */

@@ -9,7 +9,7 @@
  */
 import type { Executor } from '../../db/engine.ts'
 import { insertRows } from '../sql-rows.ts'
-import type { Network } from '../schemas.ts'
+import type { Network } from '../../contract/stats-schemas.ts'
 import { REACH, WEEK } from '../time.ts'
 
 export interface WeekRow { client_hash: string; week_ms: number; d0: number; d1: number; d2: number; d3: number; d4: number; d5: number; d6: number }

@@ -11,7 +11,7 @@ import { appendRows } from '../sql-rows.ts'
 import type { ClientNumbers } from './client-numbers.ts'
 import { firstWeeksOf, masksOf, recordClients, recordFirstWeeks, rowsBefore, WEEK_COLUMNS } from './client-history.ts'
 import { FIRST_EVER, forEachPoint, hoursOfWeek, parsePointKey, pointKey, type PointCounts } from './presence.ts'
-import type { Network } from '../schemas.ts'
+import type { Network } from '../../contract/stats-schemas.ts'
 import { bucketStart, HOUR, WEEK, WIDTHS } from '../time.ts'
 import type { WeekActivity } from './week-activity.ts'
 

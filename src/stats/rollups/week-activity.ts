@@ -12,7 +12,7 @@ import type { Executor } from '../../db/engine.ts'
 import { addExact, type ExactSum } from '../../lib/exact-sum.ts'
 import { withLength } from '../../lib/typed-arrays.ts'
 import type { ClientNumbers } from './client-numbers.ts'
-import type { Network } from '../schemas.ts'
+import type { Network } from '../../contract/stats-schemas.ts'
 import { bucketStart, HOUR, WEEK } from '../time.ts'
 
 export interface HourSums { sessions: number; bytes: ExactSum }

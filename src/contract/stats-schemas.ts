@@ -1,6 +1,6 @@
 /** Request and response shapes of the statistics endpoints (kns-api.md, area C). */
 import { Type, type Static } from 'typebox'
-import { SINGLE_LINE } from '../lib/text.ts'
+import { SINGLE_LINE } from './text.ts'
 
 export const NODE_STATUSES = ['Online', 'Offline', 'Pending'] as const
 export type NodeStatus = (typeof NODE_STATUSES)[number]

@@ -1,8 +1,8 @@
 import { Type, type TSchema } from 'typebox'
-import { E164_PATTERN } from '../identity/phone.ts'
-import { APPROVAL_FAILURES } from '../contract/failure-codes.ts'
-import { HTTP_ERROR_CODES } from '../errors.ts'
-import { EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE } from '../lib/text.ts'
+import { E164_PATTERN } from './text.ts'
+import { APPROVAL_FAILURES } from './failure-codes.ts'
+import { HTTP_ERROR_CODES } from './error-codes.ts'
+import { EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE } from './text.ts'
 
 /** Shared formats of the contract (kns-api.md, "Common formats"). */
 export const E164 = Type.String({ pattern: E164_PATTERN, description: 'E.164 phone number, leading + optional', examples: ['+14155550100'] })
@@ -79,7 +79,8 @@ export const TransactionDetailsResponse = Type.Object({
   phoneNumber: Type.Optional(Type.String({ description: 'canonical +E.164; absent when the token has no known number' })),
   wallet: Type.Optional(Type.String({ description: 'token owner that must approve; after approval, the approver. Absent if the token has no owning address' })),
   vendorBrand: Type.String({ description: 'brand of the API key that created the request' }),
-  status: Type.Union(STATUSES.map((s) => Type.Literal(s)), { description: 'extension: pending -> approved | cancelled | expired' }),
+  // Spelled out (not mapped from STATUSES) so that the static type is the union, not never.
+  status: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('cancelled'), Type.Literal('expired')], { description: 'extension: pending -> approved | cancelled | expired' }),
   expiresAt: Timestamp,
   signMessage: Type.String({ description: 'extension: the exact UTF-8 text to sign for a `sign` approval' }),
 })

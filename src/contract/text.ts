@@ -11,6 +11,9 @@
  * (Fastify's Ajv and TypeBox), where `[\ud800-\udfff]` matches only a lone surrogate.
  */
 
+/** E.164: a + (optional on input), then up to 15 digits, the first not 0. */
+export const E164_PATTERN = '^\\+?[1-9]\\d{5,14}$'
+
 const FORBIDDEN_ALWAYS = '\\u007f-\\u009f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069\\ud800-\\udfff\\ufffe\\uffff'
 
 /** One line of text: a title, a name, a reference. No control character at all. */
@@ -37,13 +40,4 @@ export const PATTERN_WORDS: Record<string, string> = {
   [MULTI_LINE]: 'must be text without control characters other than line breaks and tabs, and without bidirectional overrides',
   [EMAIL]: 'must be an e-mail address (local@domain.tld) without white space or control characters',
   [HTTP_URL]: 'must be an http:// or https:// URL without white space or control characters',
-}
-
-/**
- * True when `text` can be sent to either database as a key and come back the same: no NUL
- * (PostgreSQL rejects it in text) and no lone surrogate (stored as U+FFFD). A key failing
- * this cannot equal any stored key, all of which passed the schemas above.
- */
-export function isStorableKey(text: string): boolean {
-  return !text.includes('\u0000') && text.isWellFormed()
 }
