@@ -33,7 +33,11 @@ export async function walletCommand(service: Service | null, sub: string | undef
     const keypair = keypairFromSecret(secretKeyArg(values))
     const text = signMessageFor(approval, service!.config.publicBaseUrl)
     const { signature } = await keypair.signPersonalMessage(new TextEncoder().encode(text))
-    return out.result({ signature, address: keypair.toSuiAddress(), approvalNumber: ref }, signature)
+    // The signed text names the service's public URL: say which, since a server with another
+    // PUBLIC_BASE_URL would find the signature invalid (stderr: stdout is the signature alone).
+    const serviceUrl = service!.config.publicBaseUrl
+    if (!out.json) process.stderr.write(`kns: signed for the service at ${serviceUrl} (PUBLIC_BASE_URL)\n`)
+    return out.result({ signature, address: keypair.toSuiAddress(), approvalNumber: ref, service: serviceUrl }, signature)
   }
   if (sub === 'sign-ledger-approve') {
     const objectId = required(values, 'object-id')

@@ -41,5 +41,7 @@ test('docs/tour.sh runs against a fresh server, every step as it expects', { tim
   const result = await run('bash', ['docs/tour.sh'], env)
   assert.equal(result.code, 0, result.output)
   assert.match(result.output, /tour: every step answered as expected/)
+  // The CLI says which public URL it signed for: the one the server keeps in the database.
+  assert.match(result.output, new RegExp(`kns: signed for the service at http://localhost:${server.port} \\(PUBLIC_BASE_URL\\)`))
   await server.stop()
 })
