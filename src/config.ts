@@ -55,6 +55,8 @@ export interface Config {
   idMapObjectId: string
   /** The table inside the ID map: its entries are read by key. */
   idMapTableId: string
+  /** The longest `transaction_details?wait=` honoured, in seconds (a longer one is shortened to it). */
+  waitMaxS: number
   /** LEDGER=sui: deadline of every ledger request (ms). */
   ledgerTimeoutMs: number
   /** LEDGER=sui: how long a decision re-reads a "not found" transaction or a stale owner before failing (ms). */
@@ -169,6 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
     idMapObjectId: objectId(env, 'SUI_ID_MAP_OBJECT_ID', network.idMapObjectId),
     idMapTableId: objectId(env, 'SUI_ID_MAP_TABLE_ID', network.idMapTableId),
     ledgerTimeoutMs: int(env, 'LEDGER_TIMEOUT_MS', 10_000, 100, 120_000),
+    waitMaxS: int(env, 'WAIT_MAX_S', 60, 0, 60),
     ledgerFreshnessMs: int(env, 'LEDGER_FRESHNESS_MS', 3_000, 0, 60_000),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),

@@ -8,6 +8,7 @@ import { getOrInitSetting, getSetting, resolveServerSecret } from './db/settings
 import { KeyDirectory } from './caller/key-directory.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
 import { PhoneLinks } from './identity/phone-links.ts'
+import { DecisionWaiters } from './approvals/decision-waiters.ts'
 import { LocalLedger } from './ledger/local-ledger.ts'
 import { TOPICS } from './db/change-topics.ts'
 import { ApiKeyAuthenticator } from './keys/api-keys.ts'
@@ -28,6 +29,8 @@ export interface Service {
   keyDirectory: KeyDirectory
   /** Phone number -> token link, cached for approvals (see PhoneLinks). */
   phoneLinks: PhoneLinks
+  /** `transaction_details?wait=`: requests waiting for a decision, woken by the change signal. */
+  decisionWaiters: DecisionWaiters
   /** What an operator must hear at start (a server logs them as warnings). */
   warnings: string[]
   close(): Promise<void>
@@ -112,14 +115,16 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       ttlMs: ledger.kind === 'sui' ? config.ledgerCacheTtlS * 1000 : changes === null ? 0 : LOCAL_KEY_CACHE_TTL_MS,
     })
     const phoneLinks = new PhoneLinks(db)
+    const decisionWaiters = new DecisionWaiters()
     if (changes !== null) {
       keyDirectory.subscribe(changes)
       phoneLinks.subscribe(changes)
+      decisionWaiters.subscribe(changes)
       if (ledger instanceof LocalLedger) ledger.subscribe(changes)
       await changes.start()
     }
     return {
-      config, db, ledger, secret, rateLimiter, keyDirectory, phoneLinks, warnings,
+      config, db, ledger, secret, rateLimiter, keyDirectory, phoneLinks, decisionWaiters, warnings,
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
         await changes?.close()

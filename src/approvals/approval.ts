@@ -1,3 +1,5 @@
+import { signalChange } from '../db/change-signal.ts'
+import { APPROVAL_TOPIC, tag } from '../db/change-topics.ts'
 import { coalesce, isDatabase, lookupByKey } from '../db/coalesce.ts'
 import type { Database, Executor } from '../db/engine.ts'
 
@@ -149,19 +151,29 @@ export async function insertApproval(ex: Executor, a: Approval): Promise<boolean
  * pending -> approved, only while still pending and unexpired at `now`. The condition in the
  * UPDATE makes concurrent deciders safe: exactly one of them changes the row.
  */
-export async function markApproved(db: Executor, approvalNumber: string, wallet: string, proof: string, now: number): Promise<boolean> {
-  const changed = await db.run(
+export async function markApproved(db: Database, approvalNumber: string, wallet: string, proof: string, now: number): Promise<boolean> {
+  return decide(db, approvalNumber, (tx) => tx.run(
     `UPDATE approvals SET status = 'approved', wallet = $1, proof = $2, decided_at = $3
      WHERE approval_number = $4 AND status = 'pending' AND expires_at > $3`,
-    [wallet, proof, now, approvalNumber])
-  return changed === 1
+    [wallet, proof, now, approvalNumber]))
+}
+
+/**
+ * A decision and its signal in one transaction: the requests waiting for it (in any process)
+ * hear of it exactly when it is committed, never before and never not at all.
+ */
+async function decide(db: Database, approvalNumber: string, update: (tx: Executor) => Promise<number>): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const changed = await update(tx)
+    if (changed === 1) await signalChange(tx, APPROVAL_TOPIC, tag.approval(approvalNumber))
+    return changed === 1
+  })
 }
 
 /** pending -> cancelled, under the same rule as markApproved. */
-export async function markCancelled(db: Executor, approvalNumber: string, now: number): Promise<boolean> {
-  const changed = await db.run(
+export async function markCancelled(db: Database, approvalNumber: string, now: number): Promise<boolean> {
+  return decide(db, approvalNumber, (tx) => tx.run(
     `UPDATE approvals SET status = 'cancelled', decided_at = $1
      WHERE approval_number = $2 AND status = 'pending' AND expires_at > $1`,
-    [now, approvalNumber])
-  return changed === 1
+    [now, approvalNumber]))
 }

@@ -1,8 +1,7 @@
 import { Type, type TSchema } from 'typebox'
-import { E164_PATTERN } from './text.ts'
 import { APPROVAL_FAILURES } from './failure-codes.ts'
 import { HTTP_ERROR_CODES } from './error-codes.ts'
-import { EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE } from './text.ts'
+import { E164_PATTERN, EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE, WAIT_SECONDS } from './text.ts'
 
 /** Shared formats of the contract (kns-api.md, "Common formats"). */
 export const E164 = Type.String({ pattern: E164_PATTERN, description: 'E.164 phone number, leading + optional', examples: ['+14155550100'] })
@@ -60,8 +59,17 @@ export const ApprovalResponse = Type.Object({
   error: Type.Optional(Type.String({ description: 'only on errors (see ErrorBody)' })),
 })
 
+/** The longest `wait` of transaction_details, in seconds. */
+export const MAX_WAIT_S = 60
+
 export const DetailsQuery = Type.Object({
   ref: Type.String({ minLength: 1, maxLength: 64, pattern: SINGLE_LINE, description: 'the approval number (24 lowercase hex characters; anything else names no approval: 404)' }),
+  // A string: query values are not coerced (see app.ts), so the pattern bounds it to 0-60.
+  wait: Type.Optional(Type.String({
+    pattern: WAIT_SECONDS,
+    description: `extension: seconds (at most ${MAX_WAIT_S}) to wait for a decision while the request is pending: the answer comes as soon as it is ` +
+      'approved, cancelled or expires, or when the time is up (then still `pending`). 0 or absent: answer at once.',
+  })),
 })
 
 export const STATUSES = ['pending', 'approved', 'cancelled', 'expired'] as const

@@ -35,7 +35,11 @@ export const EMAIL = `^${EMAIL_CHAR}{1,64}@${EMAIL_CHAR}+\\.${EMAIL_CHAR}+$`
 export const HTTP_URL = `^https?:\\/\\/${EMAIL_CHAR.replace('@', '')}*$`
 
 /** What each pattern asks, in words, for error messages (a regular expression is no answer for a person). */
+/** A whole number of seconds from 0 to 60 (transaction_details `wait`). */
+export const WAIT_SECONDS = '^(?:[0-9]|[1-5][0-9]|60)$'
+
 export const PATTERN_WORDS: Record<string, string> = {
+  [WAIT_SECONDS]: 'must be a whole number of seconds from 0 to 60',
   [SINGLE_LINE]: 'must be one line of text without control or bidirectional-override characters',
   [MULTI_LINE]: 'must be text without control characters other than line breaks and tabs, and without bidirectional overrides',
   [EMAIL]: 'must be an e-mail address (local@domain.tld) without white space or control characters',

@@ -6,15 +6,19 @@
  * - `caller`: what caller verification and approvals cache: a number's link to its token,
  *   a token's keystores, a keystore's keys.
  * - `ledger`: the embedded ledger's token owners.
+ * - `approvals`: an approval was decided (approved or cancelled): `transaction_details?wait=`
+ *   requests waiting for it are woken, in every process.
  */
 export const CALLER_TOPIC = 'caller'
 export const LEDGER_TOPIC = 'ledger'
-export const TOPICS = [CALLER_TOPIC, LEDGER_TOPIC] as const
+export const APPROVAL_TOPIC = 'approvals'
+export const TOPICS = [CALLER_TOPIC, LEDGER_TOPIC, APPROVAL_TOPIC] as const
 
 export const tag = {
   phone: (phone: string) => `phone:${phone}`,
   token: (objectId: string) => `token:${objectId.toLowerCase()}`,
   keystore: (keystoreId: string) => `keystore:${keystoreId}`,
+  approval: (approvalNumber: string) => `approval:${approvalNumber}`,
 }
 
 /** The value a tag of that kind names, or undefined when the tag is of another kind. */

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { cancelApproval } from '../../approvals/cancel-approval.ts'
 import { createApproval, type ApprovalRequest } from '../../approvals/create-approval.ts'
@@ -72,7 +72,14 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       querystring: DetailsQuery,
       response: withErrors({ 200: TransactionDetailsResponse }),
     },
-  }, async (request) => transactionDetails({ db, ledger, serviceUrl: config.publicBaseUrl }, request.query.ref))
+  }, async (request) => {
+    const deps = { db, ledger, serviceUrl: config.publicBaseUrl }
+    const { ref } = request.query
+    // Shortened to WAIT_MAX_S (e.g. below a proxy's read timeout).
+    const wait = Math.min(Number(request.query.wait ?? 0), config.waitMaxS)
+    if (wait === 0) return transactionDetails(deps, ref)
+    return waitForDecision(service, request, () => transactionDetails(deps, ref), ref, wait * 1000)
+  })
 
   app.post('/numsys/verify_signature', {
     onRequest: open,
@@ -115,3 +122,36 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
     },
   }, async (request) => cancelApproval(db, request.body.approvalNumber))
 }
+
+/**
+ * Answers when the approval is decided or `ms` have passed. The waiter is registered before
+ * the first read, so a decision between the two is not missed; an expiry due sooner than `ms`
+ * ends the wait then (expiry is a decision no one signals). Nothing is held while waiting but
+ * a timer: no database connection. A client that goes away stops its wait.
+ */
+async function waitForDecision<T extends { status: string; expiresAt: string }>(
+  service: Service, request: FastifyRequest, read: () => Promise<T>, ref: string, ms: number,
+): Promise<T> {
+  let waiter = service.decisionWaiters.waitFor(ref, ms)
+  const stop = () => waiter.cancel()
+  request.raw.once('close', stop)
+  try {
+    const first = await read()
+    if (first.status !== 'pending') return first
+    const untilExpiry = Date.parse(first.expiresAt) - Date.now()
+    if (untilExpiry < ms) {
+      const sooner = service.decisionWaiters.waitFor(ref, untilExpiry + EXPIRY_MARGIN_MS)
+      waiter.cancel()
+      waiter = sooner
+    }
+    await waiter.done
+    return await read()
+  } finally {
+    stop()
+    request.raw.off('close', stop)
+  }
+}
+
+/** Read just after the expiry instant, so the answer says `expired`. */
+const EXPIRY_MARGIN_MS = 20
+
