@@ -4,7 +4,7 @@ import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { openDatabase } from './db/open.ts'
-import { getOrInitSetting, getSetting, resolveServerSecret } from './db/settings.ts'
+import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
 import { PhoneLinks } from './identity/phone-links.ts'
@@ -96,13 +96,18 @@ export interface OpenOptions {
   watchChanges?: boolean
   /** A server (the default) or a one-shot tool: see resolvePublicBaseUrl. */
   role?: 'server' | 'tool'
+  /**
+   * May this process generate the server secret and pin it (a server, or `kns seed`; default:
+   * servers only)? A one-off command verifies against the pin and never chooses the secret.
+   */
+  pinSecret?: boolean
 }
 
 export async function openService(config: Config, options: OpenOptions = {}): Promise<Service> {
   const db = openDatabase(config, options.role ?? 'server')
   try {
     if (options.migrate !== false) await migrate(db, MIGRATIONS)
-    const secret = await resolveServerSecret(db, config.knsSecret)
+    const resolved = await resolveServerSecret(db, config.knsSecret, { mayPin: options.pinSecret ?? (options.role ?? 'server') === 'server' })
     await pinZkLoginIdentity(db, config)
     const warnings: string[] = []
     await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
@@ -124,7 +129,11 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       await changes.start()
     }
     return {
-      config, db, ledger, secret, rateLimiter, keyDirectory, phoneLinks, decisionWaiters, warnings,
+      config, db, ledger, rateLimiter, keyDirectory, phoneLinks, decisionWaiters, warnings,
+      get secret(): Buffer {
+        if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
+        return resolved
+      },
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
         await changes?.close()

@@ -168,7 +168,9 @@ export async function main(argv: string[]): Promise<number> {
     if (!['serve', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
-    const service = await openService(config, { watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool' })
+    const service = await openService(config, {
+      watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool', pinSecret: command === 'serve' || command === 'seed',
+    })
     if (command === 'serve') {
       // Loaded only here: the HTTP stack is most of the CLI's start-up time.
       const { buildPagesIfStale, serve } = await import('./serve.ts')

@@ -223,6 +223,42 @@ test('KNS_SECRET is pinned: another secret, one set where it was generated, or n
   assert.equal(await (async () => { const s = await open(set.env); const n = s.secret.length; await close(s); return n })(), 40, 'the original secret still opens it')
 })
 
+test('KNS_SECRET on a database from before the pin: what it holds decides, and a one-off command never chooses the secret', async () => {
+  // A database that generated its own secret and used it, not pinned yet (as before the pin).
+  const generated = await fresh()
+  const first = await open(generated.env)
+  await first.db.run("DELETE FROM settings WHERE name = 'server_secret_fingerprint'")
+  await close(first)
+  await assert.rejects(open({ ...generated.env, KNS_SECRET: 's'.repeat(40) }), /generated its own secret and has used it/)
+  await close(await open(generated.env))
+
+  // A database served with KNS_SECRET, not pinned yet, holding users: a command without the
+  // variable must not generate (and pin) a secret of its own.
+  const served = await fresh({ KNS_SECRET: 't'.repeat(40) })
+  const server = await open(served.env)
+  await server.db.run("DELETE FROM settings WHERE name = 'server_secret_fingerprint'")
+  await server.db.run("INSERT INTO users (user_id, phone, email, email_normalized, zk_address, created_at) VALUES ('u1', '+14155550100', 'a@b.c', 'a@b.c', '0x1', 1)")
+  await close(server)
+  const { KNS_SECRET: _, ...withoutSecret } = served.env
+  const toolRefused = openService(loadConfig(withoutSecret), { role: 'tool' })
+  await assert.rejects(toolRefused, /holds data derived from a secret it has no record of/)
+  const afterwards = await open(served.env)
+  assert.equal(afterwards.secret.toString(), 't'.repeat(40), 'the real secret still opens it')
+  await close(afterwards)
+
+  // A fresh database and a one-off command before the first start: it works without a secret
+  // (API keys need none), chooses none, and the server then generates and pins its own.
+  const early = await fresh()
+  const tool = await openService(early.config, { role: 'tool' })
+  services.push(tool)
+  assert.throws(() => tool.secret, /no server secret yet/)
+  assert.equal(await tool.db.get("SELECT value FROM settings WHERE name = 'server_secret'"), undefined)
+  await close(tool)
+  const later = await open({ ...early.env, KNS_SECRET: 'u'.repeat(40) })
+  assert.equal(later.secret.toString(), 'u'.repeat(40))
+  await close(later)
+})
+
 test('services opening a fresh PostgreSQL database at once migrate once and agree on the secret', { skip: ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
   const e = await fresh()
   const opened = await Promise.all([0, 1, 2].map(() => open(e.env)))
