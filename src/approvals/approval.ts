@@ -1,4 +1,4 @@
-import { signalChange } from '../db/change-signal.ts'
+import { signalHint } from '../db/change-signal.ts'
 import { APPROVAL_TOPIC, tag } from '../db/change-topics.ts'
 import { coalesce, isDatabase, lookupByKey } from '../db/coalesce.ts'
 import type { Database, Executor } from '../db/engine.ts'
@@ -165,7 +165,7 @@ export async function markApproved(db: Database, approvalNumber: string, wallet:
 async function decide(db: Database, approvalNumber: string, update: (tx: Executor) => Promise<number>): Promise<boolean> {
   return db.transaction(async (tx) => {
     const changed = await update(tx)
-    if (changed === 1) await signalChange(tx, APPROVAL_TOPIC, tag.approval(approvalNumber))
+    if (changed === 1) await signalHint(tx, APPROVAL_TOPIC, tag.approval(approvalNumber))
     return changed === 1
   })
 }

@@ -7,20 +7,34 @@
 import type { ChangeWatcher } from '../db/change-signal.ts'
 import { APPROVAL_TOPIC, tagged } from '../db/change-topics.ts'
 
+/** One wait: `done` resolves on a wake-up, the time limit or `cancel()`; `settled` says it has. */
+export interface Waiter { done: Promise<void>; cancel: () => void; readonly settled: boolean }
+
+/** Waiting requests one process holds at most; past it, `wait` is answered at once. */
+export const MAX_WAITERS = 20_000
+
 export class DecisionWaiters {
   readonly #waiting = new Map<string, Set<() => void>>()
+  #count = 0
+  readonly #max: number
+
+  constructor(max = MAX_WAITERS) {
+    this.#max = max
+  }
+
+  #closed = false
+
+  get full(): boolean { return this.#count >= this.#max }
+  /** Shutting down: every wait answers now, and none begins. */
+  get closed(): boolean { return this.#closed }
 
   /** How many requests are waiting now (for /metrics and tests). */
-  get size(): number {
-    let n = 0
-    for (const set of this.#waiting.values()) n += set.size
-    return n
-  }
+  get size(): number { return this.#count }
 
   subscribe(changes: ChangeWatcher): void {
     changes.on('change', (topic, subject) => {
       if (topic !== APPROVAL_TOPIC) return
-      if (subject === null) return this.#wakeAll() // changes were missed: let everyone re-read
+      if (subject === null) return this.#wakeEveryone() // changes were missed: let everyone re-read
       const approvalNumber = tagged('approval', subject)
       if (approvalNumber !== undefined) this.wake(approvalNumber)
     })
@@ -31,21 +45,25 @@ export class DecisionWaiters {
    * first. Register before reading the approval, so a decision between the read and the wait
    * is not missed; `cancel()` when the read shows it decided already.
    */
-  waitFor(approvalNumber: string, ms: number): { done: Promise<void>; cancel: () => void } {
+  waitFor(approvalNumber: string, ms: number): Waiter {
     let release!: () => void
     const done = new Promise<void>((resolve) => { release = resolve })
+    let settled = false
+    if (this.#closed) return { done: Promise.resolve(), cancel: () => {}, get settled() { return true } }
     let set = this.#waiting.get(approvalNumber)
     if (set === undefined) this.#waiting.set(approvalNumber, set = new Set())
     const waiters = set
     const finish = () => {
+      settled = true
       clearTimeout(timer)
-      waiters.delete(finish)
+      if (waiters.delete(finish)) this.#count--
       if (waiters.size === 0 && this.#waiting.get(approvalNumber) === waiters) this.#waiting.delete(approvalNumber)
       release()
     }
     const timer = setTimeout(finish, Math.max(0, ms))
     waiters.add(finish)
-    return { done, cancel: finish }
+    this.#count++
+    return { done, cancel: finish, get settled() { return settled } }
   }
 
   wake(approvalNumber: string): void {
@@ -54,7 +72,13 @@ export class DecisionWaiters {
     for (const finish of [...set]) finish()
   }
 
-  #wakeAll(): void {
+  /** On shutdown: every wait answers now (with what it reads next), and none begins. */
+  close(): void {
+    this.#closed = true
+    this.#wakeEveryone()
+  }
+
+  #wakeEveryone(): void {
     for (const set of [...this.#waiting.values()]) for (const finish of [...set]) finish()
   }
 }

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign } from 'node:crypto'
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, sep } from 'node:path'
-import { loadConfig, loadDotEnv } from '../config.ts'
+import { loadDotEnv } from '../config.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import { findByPhone } from '../identity/numbers.ts'
 import { verifyCall } from '../caller/verify-call.ts'
@@ -19,7 +19,8 @@ import { defaultKeyId } from '../lib/public-keys.ts'
 function keyFilePrefix(out: string): string {
   if (out.includes('/') || out.includes(sep)) return out
   loadDotEnv()
-  return join(loadConfig().dataDir, 'keys', out)
+  // DATA_DIR alone (as loadConfig reads it): an unrelated bad setting must not stop a keygen.
+  return join(process.env.DATA_DIR || './data', 'keys', out)
 }
 
 /** kns keystore create | add-key | revoke-key | keygen */
@@ -34,7 +35,12 @@ export async function keystoreCommand(service: Service | null, sub: string | und
     mkdirSync(dirname(prefix), { recursive: true, mode: 0o700 })
     // 'wx': created here or not at all, even if another process wrote it meanwhile.
     writeFileSync(`${prefix}.key.pem`, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' })
-    writeFileSync(`${prefix}.pub.pem`, publicPem, { flag: 'wx' })
+    try {
+      writeFileSync(`${prefix}.pub.pem`, publicPem, { flag: 'wx' })
+    } catch (err) {
+      rmSync(`${prefix}.key.pem`) // a pair or nothing: a private key without its public half is of no use
+      throw (err as NodeJS.ErrnoException).code === 'EEXIST' ? new ConflictError(`${prefix}.pub.pem exists: keygen never overwrites a key`) : err
+    }
     const keyId = defaultKeyId(publicPem)
     return out.result({ privateKey: `${prefix}.key.pem`, publicKey: `${prefix}.pub.pem`, keyId },
       `wrote ${prefix}.key.pem (private, keep it safe) and ${prefix}.pub.pem; key ID ${keyId}`)

@@ -1,5 +1,5 @@
-import { findApproval } from '../approvals/approval.ts'
-import { NotFoundError, ValidationError } from '../errors.ts'
+import { findApproval, statusAt } from '../approvals/approval.ts'
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
 import { linkNumber } from '../identity/numbers.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import type { Service } from '../service.ts'
@@ -57,6 +57,8 @@ export async function ledgerCommand(service: Service, sub: string | undefined, a
     throw new ValidationError(`approval ${ref} uses method "${approval.method}": the owner approves it with a wallet signature ` +
       `(kns wallet sign-approval, then verify_signature), not with kns::approve`, { field: 'ref' })
   }
+  const status = statusAt(approval, Date.now())
+  if (status !== 'pending') throw new ConflictError(`approval ${ref} is ${status}: there is nothing left to approve`, { field: 'ref' })
   if (approval.objectId !== objectId) {
     throw new ValidationError(`approval ${ref} is for token ${approval.objectId}, not ${objectId}`, { field: 'object-id' })
   }

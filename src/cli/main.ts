@@ -143,6 +143,9 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed'].includes(command)) {
+      throw new UsageError(`unknown command '${command}'`)
+    }
     // Every command below uses the database: say which, and never create one by accident:
     // only the server, `migrate` and `seed` (which exist to fill one) create it, and say so.
     const creates = command === 'migrate' || command === 'serve' || command === 'seed'
@@ -164,9 +167,6 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'doctor') {
       const { doctorCommand } = await import('./doctor-command.ts')
       return await doctorCommand(config, out)
-    }
-    if (!['serve', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed'].includes(command)) {
-      throw new UsageError(`unknown command '${command}'`)
     }
     const service = await openService(config, {
       watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool', pinSecret: command === 'serve' || command === 'seed',

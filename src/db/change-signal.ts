@@ -28,6 +28,18 @@ export async function signalChange(tx: Executor, topic: string, subject: string)
   if (tx.engine === 'postgres') await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}\n${subject}`])
 }
 
+/**
+ * A signal for a hint, not for a cache: on PostgreSQL only the NOTIFY (no version counter or
+ * log row, whose one row per topic would make every signalling transaction wait for the
+ * previous one's commit); on SQLite, whose writers take turns anyway, the same as
+ * signalChange. A listener that misses it (LISTEN reconnecting) must not depend on it for
+ * correctness: `transaction_details?wait=` re-reads when its time is up.
+ */
+export async function signalHint(tx: Executor, topic: string, subject: string): Promise<void> {
+  if (tx.engine === 'postgres') await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}\n${subject}`])
+  else await signalChange(tx, topic, subject)
+}
+
 export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subject: string | null] }> {
   readonly #db: Database
   readonly #topics: Set<string>

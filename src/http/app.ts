@@ -63,6 +63,12 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
 
   app.addSchema(ErrorBody)
   registerErrorHandling(app)
+  // `transaction_details?wait=` can hold a request for a minute: on shutdown every wait answers
+  // at once (with the approval's current state), so closing does not wait them out.
+  app.addHook('preClose', (done) => {
+    service.decisionWaiters.close()
+    done()
+  })
   await registerOpenApi(app, service)
   registerObservability(app, service)
   await app.register(identityRoutes, { service })

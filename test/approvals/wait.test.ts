@@ -95,3 +95,34 @@ describe('transaction_details?wait=', () => {
     assert.equal(h.service.decisionWaiters.size, 0)
   })
 })
+
+describe('transaction_details?wait= and its limits', () => {
+  test('a spurious wake-up (changes missed: every waiter woken) does not end the wait early', async () => {
+    const { ref } = await pending()
+    const waiting = waitFor(ref, 2)
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    // What a lost LISTEN connection does: wake everyone with "anything may have changed".
+    h.service.decisionWaiters.wake(ref)
+    const answer = await waiting
+    assert.equal(answer.body.status, 'pending')
+    assert.ok(answer.ms >= 1900, `answered after ${answer.ms} ms, before the time was up`)
+  })
+
+  test('closing the server answers every wait at once, with the current state', async () => {
+    const own = await startHarness()
+    try {
+      const ownKey = await own.key({ scopes: ['approvals'] })
+      const token = await ownedToken(own, newKeypair())
+      const ref = await createApproval(own, ownKey, approvalBody({ phoneNumber: token.phoneNumber }))
+      const started = performance.now()
+      const waiting = own.app.inject({ method: 'GET', url: `/numsys/transaction_details?ref=${ref}&wait=60` })
+      await new Promise((resolve) => setTimeout(resolve, 150))
+      await own.app.close()
+      const res = await waiting
+      assert.equal(res.json().status, 'pending')
+      assert.ok(performance.now() - started < 5_000, 'closing did not wait the minute out')
+    } finally {
+      await own.close()
+    }
+  })
+})

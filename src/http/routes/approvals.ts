@@ -132,22 +132,31 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
 async function waitForDecision<T extends { status: string; expiresAt: string }>(
   service: Service, request: FastifyRequest, read: () => Promise<T>, ref: string, ms: number,
 ): Promise<T> {
-  let waiter = service.decisionWaiters.waitFor(ref, ms)
-  const stop = () => waiter.cancel()
+  const waiters = service.decisionWaiters
+  if (waiters.full) return read() // past the per-process bound: answer at once rather than hold more
+  const deadline = Date.now() + ms
+  let waiter = waiters.waitFor(ref, ms)
+  let gone = false
+  const stop = () => { gone = true; waiter.cancel() }
   request.raw.once('close', stop)
   try {
-    const first = await read()
-    if (first.status !== 'pending') return first
-    const untilExpiry = Date.parse(first.expiresAt) - Date.now()
-    if (untilExpiry < ms) {
-      const sooner = service.decisionWaiters.waitFor(ref, untilExpiry + EXPIRY_MARGIN_MS)
+    for (;;) {
+      const current = await read()
+      const left = deadline - Date.now()
+      if (current.status !== 'pending' || left <= 0 || gone || waiters.closed) return current
+      // A wake-up is a hint, not a verdict (a lost LISTEN wakes everyone): wait again until
+      // the deadline, or the expiry when it comes first. Registered before the waiter it
+      // replaces is dropped, so no decision falls in between.
+      const untilExpiry = Date.parse(current.expiresAt) - Date.now() + EXPIRY_MARGIN_MS
+      const next = waiters.waitFor(ref, Math.min(left, untilExpiry))
+      const missed = waiter.settled // woken between our read and now: read again at once
       waiter.cancel()
-      waiter = sooner
+      waiter = next
+      if (!missed) await waiter.done
+      if (gone) return current // nobody to answer: no read for nobody
     }
-    await waiter.done
-    return await read()
   } finally {
-    stop()
+    waiter.cancel()
     request.raw.off('close', stop)
   }
 }
