@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { loadConfig, type Config } from '../src/config.ts'
 import { buildApp } from '../src/http/app.ts'
 import { createApiKey, type Scope } from '../src/keys/api-keys.ts'
+import type { Ledger } from '../src/ledger/ledger.ts'
 import { openService, type Service } from '../src/service.ts'
 
 /** The suite runs on SQLite, or on PostgreSQL when DATABASE_URL is set (as .ci/run does). */
@@ -63,9 +64,10 @@ export interface Harness {
   close(): Promise<void>
 }
 
-export async function startHarness(extraEnv: Record<string, string> = {}): Promise<Harness> {
+/** A service and its app on a fresh database; `ledger` replaces the configured one (e.g. a SuiLedger on the GraphQL stub). */
+export async function startHarness(extraEnv: Record<string, string> = {}, options: { ledger?: Ledger } = {}): Promise<Harness> {
   const fresh = await freshDatabaseEnv(extraEnv)
-  const service = await openService(fresh.config)
+  const service = await openService(fresh.config, options.ledger === undefined ? {} : { ledger: options.ledger })
   const app = await buildApp(service, { logger: false })
   await app.ready()
   return {

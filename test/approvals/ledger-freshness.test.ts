@@ -5,12 +5,8 @@
  */
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/http/app.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
 import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
-import { openService, type Service } from '../../src/service.ts'
-import { freshDatabaseEnv, type Harness, type TestEnv } from '../helpers.ts'
+import { startHarness, type Harness } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import { zkLoginWallet } from '../support/zklogin.ts'
 import {
@@ -20,25 +16,16 @@ import {
 const WINDOW_MS = 1500
 
 let stub: SuiGraphqlStub
-let fresh: TestEnv
-let service: Service
-let app: FastifyInstance
 let h: Harness
 let key: string
 
 before(async () => {
   stub = await startSuiGraphqlStub()
-  fresh = await freshDatabaseEnv()
-  service = await openService(fresh.config, { ledger: new SuiLedger(stub.ledgerOptions({ freshnessMs: WINDOW_MS })) })
-  app = await buildApp(service, { logger: false })
-  await app.ready()
-  h = { service, app, env: fresh.env, key: async () => '', close: async () => {} }
-  key = (await createApiKey(service.db, { vendor: 'Acme Bank', scopes: ['approvals'], rate: 100_000 })).key
+  h = await startHarness({}, { ledger: new SuiLedger(stub.ledgerOptions({ freshnessMs: WINDOW_MS })) })
+  key = await h.key({ scopes: ['approvals'], vendor: 'Acme Bank' })
 })
 after(async () => {
-  await app?.close()
-  await service?.close()
-  await fresh?.cleanup()
+  await h?.close()
   await stub?.close()
 })
 

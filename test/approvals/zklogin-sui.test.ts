@@ -6,12 +6,8 @@
  */
 import { after, before, beforeEach, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/http/app.ts'
 import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
-import { openService, type Service } from '../../src/service.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
-import { freshDatabaseEnv, type Harness, type TestEnv } from '../helpers.ts'
+import { startHarness, type Harness } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import { approvalBody, assertVerdict, createApproval, details, randomObjectId, verifySignature } from '../support/kns.ts'
 import { zkLoginWallet, type ZkLoginWallet } from '../support/zklogin.ts'
@@ -19,26 +15,16 @@ import { zkLoginWallet, type ZkLoginWallet } from '../support/zklogin.ts'
 const TIMEOUT_MS = 400
 
 let stub: SuiGraphqlStub
-let fresh: TestEnv
-let service: Service
-let app: FastifyInstance
 let h: Harness
 let key: string
 
 before(async () => {
   stub = await startSuiGraphqlStub()
-  fresh = await freshDatabaseEnv()
-  const ledger = new SuiLedger(stub.ledgerOptions({ timeoutMs: TIMEOUT_MS }))
-  service = await openService(fresh.config, { ledger })
-  app = await buildApp(service, { logger: false })
-  await app.ready()
-  h = { service, app, env: fresh.env, key: async () => '', close: async () => {} }
-  key = (await createApiKey(service.db, { vendor: 'Acme Bank', scopes: ['approvals'], rate: 100_000 })).key
+  h = await startHarness({}, { ledger: new SuiLedger(stub.ledgerOptions({ timeoutMs: TIMEOUT_MS })) })
+  key = await h.key({ scopes: ['approvals'], vendor: 'Acme Bank' })
 })
 after(async () => {
-  await app?.close()
-  await service?.close()
-  await fresh?.cleanup()
+  await h?.close()
   await stub?.close()
 })
 beforeEach(() => {
@@ -133,10 +119,10 @@ describe('zkLogin approvals on LEDGER=sui', () => {
       assert.equal(res.statusCode, 503, res.body)
       assert.equal(res.json().code, 'LEDGER_UNAVAILABLE')
       // Still ready (the API serves what does not need the ledger), and saying the ledger is not.
-      const ready = await app.inject({ method: 'GET', url: '/readyz' })
+      const ready = await h.app.inject({ method: 'GET', url: '/readyz' })
       assert.equal(ready.statusCode, 200)
       assert.match(ready.json().ledger, /^unreachable since .* on knsVerifySignature\)$/)
-      const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
+      const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body
       const outcome = 'error' in fault && fault.error === 'INTERNAL_SERVER_ERROR' ? 'error' : 'timeout'
       assert.match(metrics, new RegExp(`^kns_ledger_requests_total\\{operation="knsVerifySignature",outcome="${outcome}"\\} [1-9]`, 'm'))
       assert.match(metrics, /^kns_ledger_unavailable 1$/m)
@@ -144,8 +130,8 @@ describe('zkLogin approvals on LEDGER=sui', () => {
       // The same signature goes through once the ledger is back.
       stub.world.fault('verifySignature', null)
       assertVerdict(await verifySignature(h, ref, signature), true)
-      assert.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^kns_ledger_unavailable 0$/m)
-      assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).json().ledger, 'reachable')
+      assert.match((await h.app.inject({ method: 'GET', url: '/metrics' })).body, /^kns_ledger_unavailable 0$/m)
+      assert.equal((await h.app.inject({ method: 'GET', url: '/readyz' })).json().ledger, 'reachable')
     })
   }
 })

@@ -9,12 +9,10 @@ import { after, before, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { KeyDirectory } from '../../src/caller/key-directory.ts'
 import { verifyCall as runPipeline } from '../../src/caller/verify-call.ts'
-import { buildApp } from '../../src/http/app.ts'
 import { linkNumber } from '../../src/identity/numbers.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
 import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
-import { openService, type Service } from '../../src/service.ts'
-import { freshDatabaseEnv, type Harness, type TestEnv } from '../helpers.ts'
+import type { Service } from '../../src/service.ts'
+import { startHarness, type Harness } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import { assertError } from '../support/kns.ts'
 import {
@@ -22,7 +20,6 @@ import {
 } from '../support/caller.ts'
 
 let stub: SuiGraphqlStub
-let fresh: TestEnv
 let service: Service
 let app: FastifyInstance
 let h: Harness
@@ -32,20 +29,13 @@ const TTL_S = 1
 
 before(async () => {
   stub = await startSuiGraphqlStub()
-  fresh = await freshDatabaseEnv({ LEDGER_CACHE_TTL_S: String(TTL_S) })
-  const ledger = new SuiLedger(stub.ledgerOptions())
-  service = await openService(fresh.config, { ledger })
-  app = await buildApp(service, { logger: false })
-  await app.ready()
-  // The helpers take a Harness; only service and app are used.
-  h = { service, app, env: fresh.env, key: async () => '', close: async () => {} }
-  apiKey = (await createApiKey(service.db, { vendor: 'Sui Carrier', scopes: ['caller'], rate: 100_000 })).key
+  h = await startHarness({ LEDGER_CACHE_TTL_S: String(TTL_S) }, { ledger: new SuiLedger(stub.ledgerOptions()) })
+  ;({ service, app } = h)
+  apiKey = await h.key({ vendor: 'Sui Carrier', scopes: ['caller'] })
 })
 
 after(async () => {
-  await app?.close()
-  await service?.close()
-  await fresh?.cleanup()
+  await h?.close()
   await stub?.close()
 })
 

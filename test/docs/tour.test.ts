@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, test } from 'node:test'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
-import { killAll, startServer } from '../support/process.ts'
+import { childEnv, killAll, startServer } from '../support/process.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 let fresh: TestEnv | undefined
@@ -47,9 +47,7 @@ function skipReason(): string | undefined {
 test('docs/tour.sh runs against a fresh server, every step as it expects', { timeout: 150_000, skip: skipReason() ?? false }, async () => {
   fresh = await freshDatabaseEnv()
   const server = await startServer(fresh.env)
-  const env: Record<string, string> = { ...fresh.env, KNS_URL: server.url, NODE_NO_WARNINGS: '1' }
-  for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[name] !== undefined) env[name] = process.env[name]!
-  const result = await run('bash', ['docs/tour.sh'], env)
+  const result = await run('bash', ['docs/tour.sh'], childEnv({ ...fresh.env, KNS_URL: server.url }))
   assert.equal(result.code, 0, result.output)
   assert.match(result.output, /tour: every step answered as expected/)
   // The CLI says which public URL it signed for: the one the server keeps in the database.

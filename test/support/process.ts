@@ -18,7 +18,7 @@ export const NODE = Number(process.versions.node.split('.')[0]) >= 24 ? process.
  * The environment of a child: the fresh database env and nothing of the developer's kns
  * configuration (DATABASE_URL, PORT, KNS_SECRET... of the parent would break isolation).
  */
-function childEnv(env: Record<string, string>): Record<string, string> {
+export function childEnv(env: Record<string, string>): Record<string, string> {
   const base: Record<string, string> = {}
   for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ']) {
     const value = process.env[name]
