@@ -78,6 +78,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
  * the pages answer 503 until they are built.
  */
 export function buildPagesIfStale(): void {
+  // Under `npm start` its prestart script has just done this.
+  if (process.env.npm_lifecycle_event === 'start') return
   const script = join(ROOT, 'web', 'build.ts')
   if (!existsSync(script)) return // a deployment with dist/web only
   const result = spawnSync(process.execPath, [script, '--if-stale'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 300_000 })

@@ -25,7 +25,12 @@ export async function signalChange(tx: Executor, topic: string, subject: string)
   const now = Date.now()
   await tx.run('INSERT INTO change_log (topic, version, subject, created_at) VALUES ($1, $2, $3, $4)', [topic, row!.version, subject, now])
   if (Number(row!.version) % 500 === 0) await tx.run('DELETE FROM change_log WHERE topic = $1 AND created_at < $2', [topic, now - LOG_RETENTION_MS])
-  if (tx.engine === 'postgres') await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}\n${subject}`])
+  if (tx.engine === 'postgres') await notify(tx, topic, subject)
+}
+
+/** The NOTIFY every listener parses (`#listen`): topic, a newline, the subject; delivered on commit. */
+function notify(tx: Executor, topic: string, subject: string): Promise<unknown> {
+  return tx.run('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}\n${subject}`])
 }
 
 /**
@@ -36,7 +41,7 @@ export async function signalChange(tx: Executor, topic: string, subject: string)
  * correctness: `transaction_details?wait=` re-reads when its time is up.
  */
 export async function signalHint(tx: Executor, topic: string, subject: string): Promise<void> {
-  if (tx.engine === 'postgres') await tx.run('SELECT pg_notify($1, $2)', [CHANNEL, `${topic}\n${subject}`])
+  if (tx.engine === 'postgres') await notify(tx, topic, subject)
   else await signalChange(tx, topic, subject)
 }
 
