@@ -57,6 +57,16 @@ export interface Config {
   idMapTableId: string
   /** The longest `transaction_details?wait=` honoured, in seconds (a longer one is shortened to it). */
   waitMaxS: number
+  /** How often the ledger watcher reads the ledger's ApprovalEvents once it has read them all (ms). */
+  ledgerWatchIntervalMs: number
+  /** Webhook URLs may be http and reach private/loopback addresses: development and tests only. */
+  webhookAllowPrivate: boolean
+  /** Deadline of one webhook delivery attempt (ms). */
+  webhookTimeoutMs: number
+  /** First retry delay of a failed delivery (ms); each next one doubles, with jitter. */
+  webhookRetryBaseMs: number
+  /** A delivery still failing this long after its event is given up (marked failed), s. */
+  webhookGiveUpAfterS: number
   /** LEDGER=sui: deadline of every ledger request (ms). */
   ledgerTimeoutMs: number
   /** LEDGER=sui: how long a decision re-reads a "not found" transaction or a stale owner before failing (ms). */
@@ -172,6 +182,11 @@ export function loadConfig(env: Env = process.env): Config {
     idMapTableId: objectId(env, 'SUI_ID_MAP_TABLE_ID', network.idMapTableId),
     ledgerTimeoutMs: int(env, 'LEDGER_TIMEOUT_MS', 10_000, 100, 120_000),
     waitMaxS: int(env, 'WAIT_MAX_S', 60, 0, 60),
+    ledgerWatchIntervalMs: int(env, 'LEDGER_WATCH_INTERVAL_MS', 1000, 50, 600_000),
+    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 5000, 10, 3_600_000),
+    webhookGiveUpAfterS: int(env, 'WEBHOOK_GIVE_UP_AFTER_S', 86_400, 1, 30 * 86_400),
     ledgerFreshnessMs: int(env, 'LEDGER_FRESHNESS_MS', 3_000, 0, 60_000),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),

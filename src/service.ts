@@ -10,7 +10,8 @@ import { ChangeWatcher } from './db/change-signal.ts'
 import { PhoneLinks } from './identity/phone-links.ts'
 import { DecisionWaiters } from './approvals/decision-waiters.ts'
 import { LocalLedger } from './ledger/local-ledger.ts'
-import { TOPICS } from './db/change-topics.ts'
+import { APPROVAL_TOPIC, TOPICS } from './db/change-topics.ts'
+import { Events } from './events/events.ts'
 import { ApiKeyAuthenticator } from './keys/api-keys.ts'
 import { createLedger } from './ledger/create-ledger.ts'
 import type { Ledger } from './ledger/ledger.ts'
@@ -31,6 +32,8 @@ export interface Service {
   phoneLinks: PhoneLinks
   /** `transaction_details?wait=`: requests waiting for a decision, woken by the change signal. */
   decisionWaiters: DecisionWaiters
+  /** Ledger watcher, expiry events and webhook deliveries; running once `events.start()` (servers). */
+  events: Events
   /** What an operator must hear at start (a server logs them as warnings). */
   warnings: string[]
   close(): Promise<void>
@@ -121,7 +124,13 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     })
     const phoneLinks = new PhoneLinks(db)
     const decisionWaiters = new DecisionWaiters()
+    const secret = (): Buffer => {
+      if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
+      return resolved
+    }
+    const events = new Events(config, db, ledger, secret)
     if (changes !== null) {
+      changes.on('change', (topic) => { if (topic === APPROVAL_TOPIC) events.decided() })
       keyDirectory.subscribe(changes)
       phoneLinks.subscribe(changes)
       decisionWaiters.subscribe(changes)
@@ -129,13 +138,13 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       await changes.start()
     }
     return {
-      config, db, ledger, rateLimiter, keyDirectory, phoneLinks, decisionWaiters, warnings,
+      config, db, ledger, rateLimiter, keyDirectory, phoneLinks, decisionWaiters, events, warnings,
       get secret(): Buffer {
-        if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
-        return resolved
+        return secret()
       },
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
+        await events.stop()
         await changes?.close()
         await ledger.close()
         await rateLimiter.close()

@@ -64,10 +64,15 @@ export interface Harness {
   close(): Promise<void>
 }
 
-/** A service and its app on a fresh database; `ledger` replaces the configured one (e.g. a SuiLedger on the GraphQL stub). */
-export async function startHarness(extraEnv: Record<string, string> = {}, options: { ledger?: Ledger } = {}): Promise<Harness> {
+/**
+ * A service and its app on a fresh database; `ledger` replaces the configured one (e.g. a
+ * SuiLedger on the GraphQL stub); `events` starts what a server runs in the background.
+ */
+export async function startHarness(extraEnv: Record<string, string> = {}, options: { ledger?: Ledger; events?: boolean } = {}): Promise<Harness> {
   const fresh = await freshDatabaseEnv(extraEnv)
   const service = await openService(fresh.config, options.ledger === undefined ? {} : { ledger: options.ledger })
+  // The background work of a server (ledger watcher, expiry sweeper, webhook deliveries).
+  if (options.events === true) service.events.start()
   const app = await buildApp(service, { logger: false })
   await app.ready()
   return {

@@ -2,12 +2,20 @@ import { signalHint } from '../db/change-signal.ts'
 import { APPROVAL_TOPIC, tag } from '../db/change-topics.ts'
 import { coalesce, isDatabase, lookupByKey } from '../db/coalesce.ts'
 import type { Database, Executor } from '../db/engine.ts'
+import { recordEvent, type DecisionEventType } from '../events/outbox.ts'
+import type { TransactionDetails } from '../contract/api-types.ts'
+
+/** An event's `data`: transaction_details as the decision left it (see decidedDetails). */
+export type DecidedDetails = Omit<TransactionDetails, 'signMessage'>
 
 export const METHODS = ['sign', 'event'] as const
 export type Method = (typeof METHODS)[number]
-/** Stored states. `expired` is derived: a pending approval past its expiry. */
-export type StoredStatus = 'pending' | 'approved' | 'cancelled'
-export type Status = StoredStatus | 'expired'
+/**
+ * Stored states. A pending approval past its expiry is `expired` as soon as its time is up
+ * (statusAt); the expiry sweeper then stores it so, with its event, within seconds.
+ */
+export type StoredStatus = 'pending' | 'approved' | 'cancelled' | 'expired'
+export type Status = StoredStatus
 
 export interface Approval {
   approvalNumber: string
@@ -152,28 +160,82 @@ export async function insertApproval(ex: Executor, a: Approval): Promise<boolean
  * UPDATE makes concurrent deciders safe: exactly one of them changes the row.
  */
 export async function markApproved(db: Database, approvalNumber: string, wallet: string, proof: string, now: number): Promise<boolean> {
-  return decide(db, approvalNumber, (tx) => tx.run(
+  return decide(db, 'approval.approved', now, (tx) => tx.all<ApprovalRow>(
     `UPDATE approvals SET status = 'approved', wallet = $1, proof = $2, decided_at = $3
-     WHERE approval_number = $4 AND status = 'pending' AND expires_at > $3`,
+     WHERE approval_number = $4 AND status = 'pending' AND expires_at > $3 RETURNING *`,
     [wallet, proof, now, approvalNumber]))
-}
-
-/**
- * A decision and its signal in one transaction: the requests waiting for it (in any process)
- * hear of it exactly when it is committed, never before and never not at all.
- */
-async function decide(db: Database, approvalNumber: string, update: (tx: Executor) => Promise<number>): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const changed = await update(tx)
-    if (changed === 1) await signalHint(tx, APPROVAL_TOPIC, tag.approval(approvalNumber))
-    return changed === 1
-  })
 }
 
 /** pending -> cancelled, under the same rule as markApproved. */
 export async function markCancelled(db: Database, approvalNumber: string, now: number): Promise<boolean> {
-  return decide(db, approvalNumber, (tx) => tx.run(
+  return decide(db, 'approval.cancelled', now, (tx) => tx.all<ApprovalRow>(
     `UPDATE approvals SET status = 'cancelled', decided_at = $1
-     WHERE approval_number = $2 AND status = 'pending' AND expires_at > $1`,
+     WHERE approval_number = $2 AND status = 'pending' AND expires_at > $1 RETURNING *`,
     [now, approvalNumber]))
+}
+
+/**
+ * A decision, its event (outbox) and its signal in one transaction: the event and its
+ * deliveries exist exactly when the decision does, and the requests waiting for it (in any
+ * process) hear of it when it is committed, never before and never not at all.
+ */
+async function decide(db: Database, type: DecisionEventType, now: number, update: (tx: Executor) => Promise<ApprovalRow[]>): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const [row] = await update(tx)
+    if (row === undefined) return false
+    await recordDecision(tx, fromRow(row), type, now)
+    return true
+  })
+}
+
+async function recordDecision(tx: Executor, approval: Approval, type: DecisionEventType, occurredAt: number): Promise<void> {
+  await recordEvent(tx, { type, approvalNumber: approval.approvalNumber, apiKeyId: approval.apiKeyId, occurredAt, data: { ...decidedDetails(approval) } })
+  await signalHint(tx, APPROVAL_TOPIC, tag.approval(approval.approvalNumber))
+}
+
+/**
+ * pending -> expired for up to `limit` approvals whose time is up at `now`, each with its
+ * `approval.expired` event (occurring at its expiry instant). Safe in several processes at
+ * once: PostgreSQL skips the rows another sweeper holds; SQLite's writers take turns.
+ * Returns how many it expired.
+ */
+export async function expireDue(db: Database, now: number, limit: number): Promise<number> {
+  return db.transaction(async (tx) => {
+    const skipLocked = tx.engine === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : ''
+    const rows = await tx.all<ApprovalRow>(
+      `UPDATE approvals SET status = 'expired', decided_at = expires_at
+       WHERE approval_number IN (
+         SELECT approval_number FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2 ${skipLocked})
+       AND status = 'pending' RETURNING *`, [now, limit])
+    for (const row of rows) {
+      const approval = fromRow(row)
+      await recordDecision(tx, approval, 'approval.expired', approval.expiresAt)
+    }
+    return rows.length
+  })
+}
+
+/**
+ * The fields of transaction_details that a decision fixes: everything but `signMessage`
+ * (the text to sign, meaningless once decided) and, unless approved, `wallet` (the owner at
+ * the moment of the decision is a ledger read, which a decision's transaction does not make).
+ */
+export function decidedDetails(a: Approval): DecidedDetails {
+  const details: DecidedDetails = {
+    title: a.title,
+    message: a.message,
+    objectId: a.objectId,
+    successRedirectUrl: a.successRedirectUrl,
+    cancelRedirectUrl: a.cancelRedirectUrl,
+    approvalNumber: a.approvalNumber,
+    createdAt: new Date(a.createdAt).toISOString(),
+    approved: a.status === 'approved',
+    method: a.method,
+    vendorBrand: a.vendorBrand,
+    status: a.status,
+    expiresAt: new Date(a.expiresAt).toISOString(),
+  }
+  if (a.phoneNumber !== null) details.phoneNumber = a.phoneNumber
+  if (a.status === 'approved' && a.wallet !== null) details.wallet = a.wallet
+  return details
 }

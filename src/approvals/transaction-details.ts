@@ -1,7 +1,7 @@
 import type { Database } from '../db/engine.ts'
 import { NotFoundError } from '../errors.ts'
 import type { Ledger } from '../ledger/ledger.ts'
-import { findApproval, statusAt, type Approval, type Status } from './approval.ts'
+import { decidedDetails, findApproval, statusAt, type Approval } from './approval.ts'
 import type { TransactionDetails } from '../contract/api-types.ts'
 import { signMessageFor } from './sign-message.ts'
 
@@ -21,22 +21,8 @@ export async function transactionDetails(deps: { db: Database; ledger: Ledger; s
 }
 
 function present(a: Approval, wallet: string | null, serviceUrl: string): TransactionDetails {
-  const details: TransactionDetails = {
-    title: a.title,
-    message: a.message,
-    objectId: a.objectId,
-    successRedirectUrl: a.successRedirectUrl,
-    cancelRedirectUrl: a.cancelRedirectUrl,
-    approvalNumber: a.approvalNumber,
-    createdAt: new Date(a.createdAt).toISOString(),
-    approved: a.status === 'approved',
-    method: a.method,
-    vendorBrand: a.vendorBrand,
-    status: statusAt(a, Date.now()),
-    expiresAt: new Date(a.expiresAt).toISOString(),
-    signMessage: signMessageFor(a, serviceUrl),
-  }
-  if (a.phoneNumber !== null) details.phoneNumber = a.phoneNumber
+  const { wallet: _decidedBy, ...fixed } = decidedDetails(a)
+  const details: TransactionDetails = { ...fixed, status: statusAt(a, Date.now()), signMessage: signMessageFor(a, serviceUrl) }
   if (wallet !== null) details.wallet = wallet
   return details
 }

@@ -94,6 +94,13 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   const app = await buildApp(service)
   closeGracefully(app, service)
   await app.listen({ port: service.config.port, host: service.config.host })
+  // After listening: a process that cannot serve must not be the one watching the ledger.
+  service.events.watcher.onStateChange = (state, err) => {
+    if (state === 'watching') app.log.info({ source: service.events.watcher.source }, 'ledger watcher: watching the ledger\'s ApprovalEvents')
+    else if (state === 'standby') app.log.info('ledger watcher: standing by (another process watches)')
+    else if (state === 'unreachable' || state === 'failing') app.log.warn({ err }, 'ledger watcher: cannot read the ledger\'s events; retrying with backoff (nothing is skipped)')
+  }
+  service.events.start()
   for (const warning of service.warnings) app.log.warn(warning)
   app.log.info({ engine: service.db.engine, ledger: service.ledger.kind, publicBaseUrl: service.config.publicBaseUrl }, 'kns ready')
   void reportLedger(app, service)

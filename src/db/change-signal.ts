@@ -42,8 +42,19 @@ function notify(tx: Executor, topic: string, subject: string): Promise<unknown> 
  */
 export async function signalHint(tx: Executor, topic: string, subject: string): Promise<void> {
   if (tx.engine === 'postgres') await notify(tx, topic, subject)
-  else await signalChange(tx, topic, subject)
+  else {
+    await signalChange(tx, topic, subject)
+    sqliteSignals.emit('signal')
+  }
 }
+
+/**
+ * SQLite: a hint signalled in this process makes its watchers poll at once instead of within
+ * POLL_MS. Emitted inside the transaction, and still safe: on SQLite every statement waits
+ * for the open transaction to end (see SqliteDatabase), so the poll reads after the commit.
+ */
+const sqliteSignals = new EventEmitter<{ signal: [] }>()
+sqliteSignals.setMaxListeners(0)
 
 export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subject: string | null] }> {
   readonly #db: Database
@@ -64,9 +75,30 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
     if (this.#db instanceof PostgresDatabase) await this.#listen(this.#db)
     // Polling also runs on PostgreSQL, slower: the safety net while LISTEN reconnects.
     const every = this.#db.engine === 'sqlite' ? POLL_MS : POLL_MS * 5
-    this.#timer = setInterval(() => { this.#poll().catch(() => {}) }, every)
+    this.#timer = setInterval(() => this.#pollOnce(), every)
     this.#timer.unref()
+    if (this.#db.engine === 'sqlite') sqliteSignals.on('signal', this.#pollSoon)
   }
+
+  #polling = false
+  #pollAgain = false
+  /** One poll at a time; a poll asked for meanwhile runs right after. */
+  #pollOnce(): void {
+    if (this.#polling) {
+      this.#pollAgain = true
+      return
+    }
+    this.#polling = true
+    this.#poll().catch(() => {}).finally(() => {
+      this.#polling = false
+      if (this.#pollAgain && !this.#closed) {
+        this.#pollAgain = false
+        this.#pollOnce()
+      }
+    })
+  }
+
+  readonly #pollSoon = (): void => { setImmediate(() => this.#pollOnce()) }
 
   #flushAll(): void {
     for (const topic of this.#topics) this.emit('change', topic, null)
@@ -141,6 +173,7 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
   async close(): Promise<void> {
     this.#closed = true
     clearInterval(this.#timer)
+    sqliteSignals.off('signal', this.#pollSoon)
     await this.#client?.end().catch(() => {})
   }
 }

@@ -10,12 +10,26 @@ export interface Migration {
 }
 
 /**
- * The foundation (versions 1-2): settings, keys, users, numbers, approvals, the embedded ledger
+ * The foundation (versions 1-2, 8): settings, keys, users, numbers, approvals, the embedded ledger
  * and the change signals, as first released together. Later migrations live with the area
  * that owns them (e.g. src/stats/migrations.ts) and are put in order by src/migrations.ts.
  * Append-only: a released migration is never edited, a change is a new version.
  * Times are epoch milliseconds; flags are 0/1 integers (see engine.ts).
  */
+function ledgerEventsTable(seq: string): string {
+  return `CREATE TABLE ledger_events (
+    seq ${seq},
+    digest TEXT NOT NULL,
+    event_index INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    json TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    UNIQUE (digest, event_index)
+  )`
+}
+const LEDGER_EVENTS_INDEX = 'CREATE INDEX ledger_events_type ON ledger_events (type, seq)'
+
 export const FOUNDATION_MIGRATIONS: Migration[] = [
   {
     version: 1,
@@ -125,6 +139,19 @@ export const FOUNDATION_MIGRATIONS: Migration[] = [
         PRIMARY KEY (topic, version)
       )`,
     ],
+  },
+  {
+    version: 8,
+    name: 'embedded ledger: its events in ledger order (the ledger watcher\'s feed); pending approvals by expiry',
+    up: [
+      // The expiry sweeper's scan: only pending rows, in expiry order.
+      `CREATE INDEX approvals_pending_expiry ON approvals (expires_at) WHERE status = 'pending'`,
+    ],
+    // `seq` orders the feed and is the watcher's cursor: an autoincrementing key on each engine.
+    only: {
+      sqlite: [ledgerEventsTable('INTEGER PRIMARY KEY AUTOINCREMENT'), LEDGER_EVENTS_INDEX],
+      postgres: [ledgerEventsTable('BIGSERIAL PRIMARY KEY'), LEDGER_EVENTS_INDEX],
+    },
   },
 ]
 

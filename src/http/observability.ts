@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { RedisRateLimiter } from '../lib/rate-limiter.ts'
+import { oldestPendingAgeMs } from '../events/webhooks/deliveries.ts'
 import type { Service } from '../service.ts'
 
 /** /healthz (process alive), /readyz (database reachable) and Prometheus /metrics. */
@@ -18,6 +19,7 @@ export function registerObservability(app: FastifyInstance, service: Service): v
 
   watchRateLimiter(app, service, registry)
   watchLedger(service, registry)
+  watchEvents(service, registry)
 
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: bounded label values, no secrets from queries.
@@ -33,10 +35,10 @@ export function registerObservability(app: FastifyInstance, service: Service): v
   // Ready means the database answers. A remote ledger that does not answer leaves the service
   // ready (registration, statistics, transaction_details and the pages still work) but is
   // reported, so an operator sees it on the same probe.
-  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()) })
+  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()) })
   app.get('/readyz', { schema: { ...hidden, response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
-      const ledger = ledgerState(service)
+      const ledger = { ...ledgerState(service), ...watcherState(service) }
       try {
         await service.db.ping()
         return { status: 'ready', ...ledger }
@@ -128,5 +130,94 @@ function watchLedger(service: Service, registry: Registry): void {
     help: '1 while the latest request to the Sui GraphQL service failed (error, timeout or no connection), else 0',
     registers: [registry],
     collect() { this.set(health.reachable === false ? 1 : 0) },
+  })
+}
+
+/** The ledger watcher as /readyz says it: reported, never a reason to be unready. */
+function watcherState(service: Service): { watcher?: string } {
+  const watcher = service.events.watcher
+  if (!service.events.started) return {}
+  switch (watcher.state) {
+    case 'starting': return { watcher: 'starting' }
+    case 'standby': return { watcher: 'standby (another process watches the ledger)' }
+    case 'stopped': return {}
+    case 'unreachable': return { watcher: `ledger unreachable, retrying: ${watcher.lastError ?? ''}`.trim() }
+    case 'failing': return { watcher: `retrying after an error: ${watcher.lastError ?? ''}`.trim() }
+    case 'watching': {
+      const lag = watcher.lagSeconds()
+      return { watcher: lag === null ? 'watching' : `watching (${lag.toFixed(1)} s behind)` }
+    }
+  }
+}
+
+/**
+ * The events subsystem: webhook deliveries by result (this process's), the age of the oldest
+ * delivery still pending (all processes'), and the ledger watcher's lag, events and errors.
+ */
+function watchEvents(service: Service, registry: Registry): void {
+  const events = service.events
+  const reported = { delivered: 0, retried: 0, failed: 0 }
+  new Counter({
+    name: 'kns_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by result: delivered (2xx), retried (failed, scheduled again), failed (given up)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+    collect() {
+      const counts = events.started ? events.deliveries.counts : reported
+      for (const result of ['delivered', 'retried', 'failed'] as const) {
+        this.inc({ result }, counts[result] - reported[result])
+        reported[result] = counts[result]
+      }
+    },
+  })
+  new Gauge({
+    name: 'kns_webhook_oldest_pending_age_seconds',
+    help: 'Age of the oldest webhook delivery not yet delivered nor given up (0 when none)',
+    registers: [registry],
+    async collect() {
+      try {
+        this.set((await oldestPendingAgeMs(service.db, Date.now())) / 1000)
+      } catch { /* the database is down: /readyz says so */ }
+    },
+  })
+  const watcher = events.watcher
+  new Gauge({
+    name: 'kns_ledger_watch_lag_seconds',
+    help: 'How far the ledger watcher is behind: time since it last read the ApprovalEvent feed to its end (-1 in a process that does not watch)',
+    registers: [registry],
+    collect() { this.set(watcher.lagSeconds() ?? -1) },
+  })
+  const seen = { approved: 0, rejected: 0, skipped: 0 }
+  new Counter({
+    name: 'kns_ledger_watch_events_total',
+    help: 'ApprovalEvents the ledger watcher read, by outcome: approved, rejected (a check failed), skipped (unknown or not pending)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      for (const outcome of ['approved', 'rejected', 'skipped'] as const) {
+        this.inc({ outcome }, watcher.counts[outcome] - seen[outcome])
+        seen[outcome] = watcher.counts[outcome]
+      }
+    },
+  })
+  let errors = 0
+  new Counter({
+    name: 'kns_ledger_watch_errors_total',
+    help: 'Reads of the ledger feed (or applications of an event) that failed and will be retried',
+    registers: [registry],
+    collect() {
+      this.inc(watcher.counts.errors - errors)
+      errors = watcher.counts.errors
+    },
+  })
+  let expired = 0
+  new Counter({
+    name: 'kns_approvals_expired_total',
+    help: 'Approvals this process marked expired (each with its approval.expired event)',
+    registers: [registry],
+    collect() {
+      this.inc(events.sweeper.expired - expired)
+      expired = events.sweeper.expired
+    },
   })
 }

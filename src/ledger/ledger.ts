@@ -18,6 +18,25 @@ export interface LedgerTransaction {
   timestampMs: number | null
 }
 
+/** One ApprovalEvent as the ledger watcher reads it from the ledger's feed of them. */
+export interface FeedEvent {
+  /** Where the feed continues after this event (opaque to everyone but the ledger). */
+  cursor: string
+  digest: string
+  /** The event's position among its transaction's events. */
+  index: number
+  sender: string
+  json: Record<string, unknown>
+  /** Epoch ms of its checkpoint (or embedded transaction), when the ledger knows it. */
+  timestampMs: number | null
+}
+
+export interface FeedPage {
+  events: FeedEvent[]
+  /** More events follow the last one (read on at once rather than after the poll interval). */
+  more: boolean
+}
+
 export interface KnsToken {
   objectId: string
   /** The address that owns the token, or null when it is not address-owned (shared, wrapped). */
@@ -78,6 +97,13 @@ export interface Ledger {
   mintToken(owner: string, tx?: Executor): Promise<KnsToken>
   /** A transaction by its base58 digest, or null when the ledger does not know it. */
   getTransaction(digest: string): Promise<LedgerTransaction | null>
+  /**
+   * `ApprovalEvent`s in ledger order, after the one `after` names (null: from the first), at
+   * most `limit`: the ledger watcher's feed. LedgerUnavailableError when it cannot be read.
+   */
+  approvalEvents(after: string | null, limit: number): Promise<FeedPage>
+  /** Names the feed a cursor belongs to (ledger kind and event type), so none is used on another. */
+  readonly feedSource: string
 
   /** Keystore (certificate registry) object, or null. `fresh` as for getToken. */
   getKeystore(objectId: string, options?: { fresh?: boolean }): Promise<Keystore | null>

@@ -6,7 +6,7 @@ import type { Database, Executor } from '../db/engine.ts'
 import { NotFoundError, ForbiddenError } from '../errors.ts'
 import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import { LocalKeystores } from './local-keystores.ts'
-import type { Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
+import type { FeedPage, Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
 
 /** Change topic of token ownership (mint, transfer). */
 
@@ -29,6 +29,7 @@ export class LocalLedger implements Ledger {
   readonly tokenType: string
   readonly approvalEventType: string
   readonly mintedEventType: string
+  readonly feedSource: string
   /** Keystores and their links to tokens (caller verification). */
   readonly keystores: LocalKeystores
   readonly #db: Database
@@ -42,6 +43,7 @@ export class LocalLedger implements Ledger {
     this.tokenType = `${this.packageId}::kns::Kns`
     this.approvalEventType = `${this.packageId}::kns::ApprovalEvent`
     this.mintedEventType = `${this.packageId}::kns::MintedEvent`
+    this.feedSource = `local:${this.approvalEventType}`
   }
 
   /**
@@ -115,6 +117,10 @@ export class LocalLedger implements Ledger {
       if (token === null) throw new NotFoundError(`no KNS token ${objectId} on the embedded ledger`, { field: 'objectId' })
       const from = normalizeSuiAddress(sender)
       if (token.owner !== from) throw new ForbiddenError(`address ${from} does not own token ${token.objectId}`)
+      // The feed's order must be its commit order, or the watcher could pass an event that
+      // commits after a later-numbered one: approvals are recorded one at a time (PostgreSQL;
+      // SQLite's writers take turns anyway). Per schema: each is a database of its own.
+      if (tx.engine === 'postgres') await tx.run(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':kns-ledger-events'))`)
       const digest = await this.#record(tx, from, [{ type: this.approvalEventType, sender: from, json: { object_id: token.objectId, ref } }])
       return { digest }
     })
@@ -122,9 +128,31 @@ export class LocalLedger implements Ledger {
 
   async #record(tx: Executor, sender: string, events: LedgerEvent[]): Promise<string> {
     const digest = toBase58(randomBytes(32))
+    const now = Date.now()
     await tx.run('INSERT INTO ledger_transactions (digest, sender, status, events, created_at) VALUES ($1, $2, $3, $4, $5)',
-      [digest, sender, 'success', JSON.stringify(events), Date.now()])
+      [digest, sender, 'success', JSON.stringify(events), now])
+    // Approvals only in the feed: a mint (every registration) adds nothing the watcher reads.
+    for (const [index, event] of events.entries()) {
+      if (event.type !== this.approvalEventType) continue
+      await tx.run('INSERT INTO ledger_events (digest, event_index, type, sender, json, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [digest, index, event.type, event.sender, JSON.stringify(event.json), now])
+    }
     return digest
+  }
+
+  async approvalEvents(after: string | null, limit: number): Promise<FeedPage> {
+    const from = after === null ? 0 : Number(after)
+    if (!Number.isSafeInteger(from) || from < 0) throw new Error(`not a cursor of the embedded ledger: ${after}`)
+    const rows = await this.#db.all<{ seq: number; digest: string; event_index: number; sender: string; json: string; created_at: number }>(
+      'SELECT seq, digest, event_index, sender, json, created_at FROM ledger_events WHERE type = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [this.approvalEventType, from, limit + 1])
+    return {
+      events: rows.slice(0, limit).map((r) => ({
+        cursor: String(r.seq), digest: r.digest, index: Number(r.event_index), sender: r.sender,
+        json: JSON.parse(r.json) as Record<string, unknown>, timestampMs: Number(r.created_at),
+      })),
+      more: rows.length > limit,
+    }
   }
 
   async getTransaction(digest: string): Promise<LedgerTransaction | null> {

@@ -9,10 +9,10 @@ import type { Executor } from '../db/engine.ts'
 import { LedgerUnavailableError, LedgerUnsupportedError } from '../errors.ts'
 import { toSpkiPem } from '../lib/public-keys.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
-import type { Keystore, KeystoreKey, KnsToken, Ledger, LedgerCheck, LedgerEvent, LedgerTransaction } from './ledger.ts'
+import type { FeedPage, Keystore, KeystoreKey, KnsToken, Ledger, LedgerCheck, LedgerEvent, LedgerTransaction } from './ledger.ts'
 import { LedgerHealth, type LedgerOutcome } from './ledger-health.ts'
 import {
-  CHECK_DEPLOYMENT_QUERY, GET_DYNAMIC_FIELD_QUERY, GET_OBJECT_QUERY, GET_TRANSACTION_QUERY, VERIFY_SIGNATURE_QUERY,
+  APPROVAL_EVENTS_QUERY, CHECK_DEPLOYMENT_QUERY, GET_DYNAMIC_FIELD_QUERY, GET_OBJECT_QUERY, GET_TRANSACTION_QUERY, VERIFY_SIGNATURE_QUERY,
 } from './sui-queries.ts'
 
 export interface SuiLedgerOptions {
@@ -39,6 +39,8 @@ export interface SuiLedgerOptions {
 }
 
 const ID_TYPE = '0x2::object::ID'
+/** Events per page of the watcher's feed: the services' default page size, which every limit allows. */
+const FEED_PAGE = 20
 const TX_CACHE_MAX = 10_000
 const TTL_CACHE_MAX = 10_000
 /** Events per page asked for once the service's limit is known (`check()`), unless that limit is lower. */
@@ -112,6 +114,7 @@ export class SuiLedger implements Ledger {
   readonly approvalEventType: string
   readonly freshnessMs: number
   readonly health: LedgerHealth
+  readonly feedSource: string
 
   readonly #client: SuiGraphQLClient
   readonly #options: Required<Pick<SuiLedgerOptions, 'knsPackageId' | 'knsLatestPackageId' | 'keystorePackageId' | 'idMapTableId'>> & Pick<SuiLedgerOptions, 'mapPackageId' | 'idMapObjectId'>
@@ -129,6 +132,8 @@ export class SuiLedger implements Ledger {
     const pkg = normalizeSuiAddress(options.knsPackageId)
     this.tokenType = normalizeStructTag(`${pkg}::kns::Kns`)
     this.approvalEventType = normalizeStructTag(`${pkg}::kns::ApprovalEvent`)
+    // Cursors are the GraphQL service's own: one network's cursor means nothing on another.
+    this.feedSource = `sui:${guessNetwork(options.graphqlUrl)}:${this.approvalEventType}`
     const optional = (value: string | undefined) => (value === undefined ? undefined : normalizeSuiAddress(value))
     this.#options = {
       knsPackageId: pkg,
@@ -172,6 +177,33 @@ export class SuiLedger implements Ledger {
     // Only found transactions are final; "not found" may just mean "not indexed yet".
     if (tx !== null) this.#transactions.set(digest, tx, Number.POSITIVE_INFINITY)
     return tx
+  }
+
+  async approvalEvents(after: string | null, limit: number): Promise<FeedPage> {
+    // The service's default page size is within every limit it sets; more is not needed.
+    const first = Math.min(limit, FEED_PAGE)
+    const data = await this.#query(APPROVAL_EVENTS_QUERY, 'knsApprovalEvents', { type: this.approvalEventType, first, after }, (answer) =>
+      answer.events == null ? 'returned no events connection' : null)
+    const connection = data.events!
+    const events: FeedPage['events'] = []
+    for (const edge of connection.edges) {
+      const node = edge.node
+      const digest = node.transaction?.digest
+      // Not indexed yet (should not happen for a checkpoint's events): read it again later
+      // rather than pass it by.
+      if (typeof digest !== 'string') throw this.#fail('knsApprovalEvents', 'error', 'returned an event without its transaction')
+      const json = node.contents?.json
+      const timestamp = typeof node.timestamp === 'string' ? Date.parse(node.timestamp) : Number.NaN
+      events.push({
+        cursor: edge.cursor,
+        digest,
+        index: Number(node.sequenceNumber),
+        sender: node.sender?.address ? normalizeSuiAddress(node.sender.address) : '',
+        json: isRecord(json) ? json : {},
+        timestampMs: Number.isFinite(timestamp) ? timestamp : null,
+      })
+    }
+    return { events, more: connection.pageInfo.hasNextPage }
   }
 
   async getKeystore(objectId: string, options?: { fresh?: boolean }): Promise<Keystore | null> {

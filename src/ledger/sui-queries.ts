@@ -80,6 +80,30 @@ export const VERIFY_SIGNATURE_QUERY = graphql(`
   }
 `)
 
+// The ledger watcher's feed: ApprovalEvents in checkpoint order, each with its own cursor
+// (edges), so the watcher can store how far it got event by event. `transaction` is there for
+// every event of an indexed checkpoint, which is all this query returns.
+export const APPROVAL_EVENTS_QUERY = graphql(`
+  query knsApprovalEvents($type: String!, $first: Int, $after: String) {
+    events(filter: { type: $type }, first: $first, after: $after) {
+      pageInfo { hasNextPage }
+      edges {
+        cursor
+        node {
+          sequenceNumber
+          timestamp
+          sender { address }
+          transaction { digest }
+          contents {
+            type { repr }
+            json
+          }
+        }
+      }
+    }
+  }
+`)
+
 /** The start-up check: the configured objects and the service's page limit, in one request. */
 export const CHECK_DEPLOYMENT_QUERY = graphql(`
   query knsCheckDeployment($kns: SuiAddress!, $knsLatest: SuiAddress!, $keystore: SuiAddress!, $map: SuiAddress!, $idMap: SuiAddress!) {
@@ -104,4 +128,5 @@ export const SUI_QUERIES = {
   knsGetDynamicField: GET_DYNAMIC_FIELD_QUERY,
   knsVerifySignature: VERIFY_SIGNATURE_QUERY,
   knsCheckDeployment: CHECK_DEPLOYMENT_QUERY,
+  knsApprovalEvents: APPROVAL_EVENTS_QUERY,
 } as const

@@ -1,0 +1,75 @@
+import type { Config } from '../config.ts'
+import type { Database } from '../db/engine.ts'
+import { LeaderLock } from '../db/leader-lock.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import type { OutboundOptions } from '../lib/outbound-http.ts'
+import { SealedBox } from '../lib/sealed-box.ts'
+import { ExpirySweeper } from './expiry-sweeper.ts'
+import { LedgerWatcher } from './ledger-watcher.ts'
+import { MAX_RESPONSE_BYTES } from './webhooks/attempt.ts'
+import { DeliveryWorker } from './webhooks/delivery-worker.ts'
+
+/** How often expired approvals are looked for: their events go out within about this long. */
+const EXPIRY_SWEEP_MS = 1000
+
+/**
+ * The events subsystem of one process: the ledger watcher (one process at a time), the
+ * expiry sweeper and the webhook delivery worker (every server process). Built by every
+ * process; started only by servers (`start()`), so a one-off command never sends anything
+ * it did not ask for.
+ */
+export class Events {
+  readonly watcher: LedgerWatcher
+  readonly sweeper: ExpirySweeper
+  readonly outbound: OutboundOptions
+  readonly #config: Config
+  readonly #db: Database
+  readonly #secret: () => Buffer
+  #box: SealedBox | undefined
+  #deliveries: DeliveryWorker | undefined
+  #started = false
+
+  get started(): boolean {
+    return this.#started
+  }
+
+  constructor(config: Config, db: Database, ledger: Ledger, secret: () => Buffer) {
+    this.#config = config
+    this.#db = db
+    this.#secret = secret
+    this.outbound = { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }
+    this.watcher = new LedgerWatcher(db, ledger, new LeaderLock(db, 'ledger-watcher'), { intervalMs: config.ledgerWatchIntervalMs })
+    this.sweeper = new ExpirySweeper(db, { intervalMs: EXPIRY_SWEEP_MS, onExpired: () => this.#deliveries?.wake() })
+  }
+
+  /** Webhook secrets are sealed under the server secret (a tool without one cannot open them). */
+  get box(): SealedBox {
+    return this.#box ??= new SealedBox(this.#secret(), 'webhook-secrets')
+  }
+
+  get deliveries(): DeliveryWorker {
+    return this.#deliveries ??= new DeliveryWorker(this.#db, this.box, {
+      outbound: this.outbound,
+      retry: { baseMs: this.#config.webhookRetryBaseMs, giveUpAfterMs: this.#config.webhookGiveUpAfterS * 1000 },
+    })
+  }
+
+  /** A decision was committed somewhere: its deliveries are due now. */
+  decided(): void {
+    if (this.#started) this.deliveries.wake()
+  }
+
+  start(): void {
+    if (this.#started) return
+    this.#started = true
+    this.deliveries.start()
+    this.sweeper.start()
+    this.watcher.start()
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#started) return
+    this.#started = false
+    await Promise.all([this.watcher.stop(), this.sweeper.stop(), this.#deliveries?.stop()])
+  }
+}

@@ -1,0 +1,68 @@
+import { outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../lib/outbound-http.ts'
+import type { SealedBox } from '../../lib/sealed-box.ts'
+import type { ClaimedDelivery } from './deliveries.ts'
+import { webhookHeaders } from './signature.ts'
+
+/** What one attempt came to. */
+export type AttemptOutcome =
+  | { delivered: true; status: number }
+  | { delivered: false; status: number | null; error: string; retry: boolean }
+
+/** Response bytes kept from an endpoint: enough for an error message in `deliveries`. */
+export const MAX_RESPONSE_BYTES = 4096
+
+/**
+ * One delivery attempt, as Standard Webhooks defines it, step by step:
+ * 1. open the subscription's secret (sealed with the server secret);
+ * 2. sign `id.timestamp.body` with it (a fresh timestamp per attempt, the same id and body);
+ * 3. POST through the guarded outbound client (https, public addresses, deadline, no redirects);
+ * 4. judge the answer: any 2xx is delivered; anything else (3xx included: a redirect is not
+ *    followed) is a failed attempt to retry. A refused URL or address is retried too: the
+ *    name may resolve elsewhere later, and the schedule gives up in a day anyway.
+ */
+export async function attemptDelivery(delivery: ClaimedDelivery, box: SealedBox, outbound: OutboundOptions, now: () => number): Promise<AttemptOutcome> {
+  let secret: string
+  try {
+    secret = box.open(delivery.secretSealed)
+  } catch {
+    // Another server secret than the one it was sealed with: no attempt can ever succeed.
+    return { delivered: false, status: null, error: 'the signing secret cannot be opened (KNS_SECRET changed?)', retry: false }
+  }
+  const headers = webhookHeaders(secret, delivery.eventId, delivery.body, now())
+  let response
+  try {
+    response = await outboundRequest(delivery.url, { method: 'POST', headers, body: delivery.body }, outbound)
+  } catch (err) {
+    return { delivered: false, status: null, error: describe(err), retry: true }
+  }
+  if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status }
+  const said = response.body.toString('utf8').replace(/\s+/g, ' ').trim().slice(0, 200)
+  const redirect = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''
+  return { delivered: false, status: response.status, error: `answered HTTP ${response.status}${redirect}${said === '' ? '' : `: ${said}`}`, retry: true }
+}
+
+/** A short reason, never the URL (it may carry a token) or a raw stack. */
+function describe(err: unknown): string {
+  if (err instanceof OutboundRefusedError) return `refused: ${err.message}`
+  if (err instanceof Error) {
+    if (err.name === 'TimeoutError') return err.message
+    const code = (err as NodeJS.ErrnoException).code
+    return typeof code === 'string' ? `network error (${code})` : 'network error'
+  }
+  return 'unknown error'
+}
+
+/**
+ * When to try again after `attempts` failed attempts: exponential from `baseMs` (5 s by
+ * default: 5 s, 10 s, 20 s, ... capped at 4 h), with ±20 % jitter so endpoints coming back
+ * are not hit by every sender at once; null (give up) once the next try would fall more than
+ * `giveUpAfterMs` (a day) after the delivery was created.
+ */
+export function nextAttemptAt(attempts: number, createdAt: number, now: number, schedule: { baseMs: number; giveUpAfterMs: number }, random = Math.random): number | null {
+  const exponent = Math.min(Math.max(attempts - 1, 0), 30)
+  const delay = Math.min(schedule.baseMs * 2 ** exponent, MAX_DELAY_MS)
+  const at = now + Math.round(delay * (0.8 + 0.4 * random()))
+  return at - createdAt > schedule.giveUpAfterMs ? null : at
+}
+
+const MAX_DELAY_MS = 4 * 3600_000

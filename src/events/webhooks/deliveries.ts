@@ -1,0 +1,143 @@
+import type { Database, Executor } from '../../db/engine.ts'
+import { NotFoundError, ValidationError } from '../../errors.ts'
+import { randomHex } from '../../lib/random-hex.ts'
+import { queueDeliveries, TEST_EVENT_TYPE, type EventType } from '../outbox.ts'
+
+/** A delivery claimed for one attempt: everything the attempt needs. */
+export interface ClaimedDelivery {
+  id: number
+  eventId: string
+  subscriptionId: string
+  url: string
+  secretSealed: string
+  body: string
+  /** Attempts including this one. */
+  attempts: number
+  createdAt: number
+}
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed'
+
+export interface DeliveryRecord {
+  id: number
+  eventId: string
+  type: EventType
+  approvalNumber: string | null
+  subscriptionId: string
+  url: string
+  state: DeliveryState
+  attempts: number
+  lastStatus: number | null
+  lastError: string | null
+  nextAttemptAt: number | null
+  createdAt: number
+  finishedAt: number | null
+}
+
+/**
+ * Takes up to `limit` due deliveries for this process: each gets a claim token and a lease
+ * (`locked_until`); another process skips it until the lease ends, so a process killed
+ * mid-delivery leaves it to be retried, never lost. On PostgreSQL, FOR UPDATE SKIP LOCKED
+ * lets concurrent claimers pass each other; SQLite's writers take turns anyway. A delivery
+ * waits while an earlier one of the same approval to the same endpoint is pending: events
+ * of one approval arrive in order. `only`: that delivery alone (a test sent at once).
+ */
+export async function claimDue(db: Database, now: number, limit: number, leaseMs: number, only?: number): Promise<ClaimedDelivery[]> {
+  const claim = randomHex(12)
+  const skipLocked = db.engine === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : ''
+  const which = only === undefined ? '' : 'AND d.id = $5'
+  const claimed = await db.run(`UPDATE webhook_deliveries SET claim = $1, locked_until = $2, attempts = attempts + 1
+    WHERE id IN (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.locked_until IS NULL OR d.locked_until <= $3) ${which}
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.state = 'pending' AND e.subscription_id = d.subscription_id
+          AND e.approval_number = d.approval_number AND e.id < d.id)
+      ORDER BY d.next_attempt_at, d.id LIMIT $4 ${skipLocked})`,
+  only === undefined ? [claim, now + leaseMs, now, limit] : [claim, now + leaseMs, now, limit, only])
+  if (claimed === 0) return []
+  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number }>(
+    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at
+     FROM webhook_deliveries d
+     JOIN webhook_subscriptions s ON s.id = d.subscription_id
+     JOIN approval_events e ON e.event_id = d.event_id
+     WHERE d.claim = $1 ORDER BY d.id`, [claim])
+  return rows.map((r) => ({
+    id: Number(r.id), eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed,
+    body: r.body, attempts: Number(r.attempts), createdAt: Number(r.created_at),
+  }))
+}
+
+export async function markDelivered(db: Executor, id: number, status: number, now: number): Promise<void> {
+  // Whoever holds the claim now: the endpoint has it, whatever another attempt does.
+  await db.run(`UPDATE webhook_deliveries SET state = 'delivered', last_status = $1, last_error = NULL, finished_at = $2,
+    claim = NULL, locked_until = NULL WHERE id = $3 AND state = 'pending'`, [status, now, id])
+}
+
+/** An attempt failed: retry at `retryAt`, or give up when it is null. */
+export async function markAttemptFailed(db: Executor, id: number, outcome: { status: number | null; error: string }, now: number, retryAt: number | null): Promise<void> {
+  if (retryAt === null) {
+    await db.run(`UPDATE webhook_deliveries SET state = 'failed', last_status = $1, last_error = $2, finished_at = $3,
+      claim = NULL, locked_until = NULL WHERE id = $4 AND state = 'pending'`, [outcome.status, outcome.error, now, id])
+    return
+  }
+  await db.run(`UPDATE webhook_deliveries SET last_status = $1, last_error = $2, next_attempt_at = $3,
+    claim = NULL, locked_until = NULL WHERE id = $4 AND state = 'pending'`, [outcome.status, outcome.error, retryAt, id])
+}
+
+interface RecordRow {
+  id: number; event_id: string; type: EventType; approval_number: string | null; subscription_id: string; url: string; state: DeliveryState
+  attempts: number; last_status: number | null; last_error: string | null; next_attempt_at: number; created_at: number; finished_at: number | null
+}
+
+const RECORD_SELECT = `SELECT d.id, d.event_id, e.type, d.approval_number, d.subscription_id, s.url, d.state, d.attempts, d.last_status,
+  d.last_error, d.next_attempt_at, d.created_at, d.finished_at
+  FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id JOIN approval_events e ON e.event_id = d.event_id`
+
+function record(r: RecordRow): DeliveryRecord {
+  return {
+    id: Number(r.id), eventId: r.event_id, type: r.type, approvalNumber: r.approval_number, subscriptionId: r.subscription_id, url: r.url,
+    state: r.state, attempts: Number(r.attempts), lastStatus: r.last_status === null ? null : Number(r.last_status), lastError: r.last_error,
+    nextAttemptAt: r.state === 'pending' ? Number(r.next_attempt_at) : null, createdAt: Number(r.created_at),
+    finishedAt: r.finished_at === null ? null : Number(r.finished_at),
+  }
+}
+
+/** Newest first. `failed`: given-up deliveries only; `keyId`: one vendor's. */
+export async function listDeliveries(db: Executor, filter: { failed?: boolean; keyId?: string; eventId?: string; limit: number }): Promise<DeliveryRecord[]> {
+  const where: string[] = []
+  const params: unknown[] = []
+  if (filter.failed === true) where.push(`d.state = 'failed'`)
+  if (filter.keyId !== undefined) { params.push(filter.keyId); where.push(`s.api_key_id = $${params.length}`) }
+  if (filter.eventId !== undefined) { params.push(filter.eventId); where.push(`d.event_id = $${params.length}`) }
+  params.push(filter.limit)
+  const rows = await db.all<RecordRow>(`${RECORD_SELECT} ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
+    ORDER BY d.id DESC LIMIT $${params.length}`, params)
+  return rows.map(record)
+}
+
+export async function findDelivery(db: Executor, id: number): Promise<DeliveryRecord> {
+  const row = await db.get<RecordRow>(`${RECORD_SELECT} WHERE d.id = $1`, [id])
+  if (row === undefined) throw new NotFoundError(`no delivery ${id}`)
+  return record(row)
+}
+
+/**
+ * `kns webhook replay <eventId>`: the event again (same `webhook-id`, same body) to every live
+ * subscription of its key that takes its type. Returns the new deliveries' count.
+ */
+export async function replayEvent(db: Database, eventId: string): Promise<{ eventId: string; deliveries: number }> {
+  return db.transaction(async (tx) => {
+    const event = await tx.get<{ type: EventType; approval_number: string | null; api_key_id: string }>(
+      'SELECT type, approval_number, api_key_id FROM approval_events WHERE event_id = $1', [eventId])
+    if (event === undefined) throw new NotFoundError(`no event ${eventId}`, { field: 'eventId' })
+    if (event.type === TEST_EVENT_TYPE) throw new ValidationError('a test event is not replayed: send a new one (kns webhook test)', { field: 'eventId' })
+    const deliveries = await queueDeliveries(tx, eventId, { type: event.type, approvalNumber: event.approval_number, apiKeyId: event.api_key_id }, Date.now())
+    return { eventId, deliveries }
+  })
+}
+
+/** Age (ms) of the oldest delivery still pending, 0 when none: the metric an operator alerts on. */
+export async function oldestPendingAgeMs(db: Executor, now: number): Promise<number> {
+  const row = await db.get<{ oldest: number | null }>(`SELECT MIN(created_at) AS oldest FROM webhook_deliveries WHERE state = 'pending'`)
+  return row?.oldest == null ? 0 : Math.max(0, now - Number(row.oldest))
+}

@@ -1,0 +1,114 @@
+import type { Database, Executor } from '../../db/engine.ts'
+import { NotFoundError, ValidationError } from '../../errors.ts'
+import { checkOutboundUrl, OutboundRefusedError } from '../../lib/outbound-http.ts'
+import { randomHex } from '../../lib/random-hex.ts'
+import type { SealedBox } from '../../lib/sealed-box.ts'
+import { DECISION_EVENT_TYPES, type DecisionEventType } from '../outbox.ts'
+import { newWebhookSecret } from './signature.ts'
+
+/** A vendor's endpoint: the events of approvals created with one API key, sent to one URL. */
+export interface Subscription {
+  id: string
+  keyId: string
+  url: string
+  /** The event types it receives. */
+  events: DecisionEventType[]
+  createdAt: number
+  removedAt: number | null
+}
+
+interface SubscriptionRow { id: string; api_key_id: string; url: string; events: string; created_at: number; removed_at: number | null }
+
+/** Longest webhook URL accepted (browsers' practical limit; a URL is not a payload). */
+export const MAX_URL_LENGTH = 2048
+/** Live subscriptions per API key: enough for every environment of a vendor, not a fan-out amplifier. */
+export const MAX_SUBSCRIPTIONS_PER_KEY = 10
+
+function fromRow(row: SubscriptionRow): Subscription {
+  return {
+    id: row.id,
+    keyId: row.api_key_id,
+    url: row.url,
+    events: row.events === '*' ? [...DECISION_EVENT_TYPES] : (row.events.split(',') as DecisionEventType[]),
+    createdAt: Number(row.created_at),
+    removedAt: row.removed_at === null ? null : Number(row.removed_at),
+  }
+}
+
+/** `--events approval.approved,approval.cancelled`: every name must be a decision event type. */
+export function parseEventTypes(raw: string | readonly string[] | undefined): DecisionEventType[] | '*' {
+  if (raw === undefined) return '*'
+  const names = (typeof raw === 'string' ? raw.split(',') : [...raw]).map((name) => name.trim()).filter((name) => name !== '')
+  if (names.length === 0) return '*'
+  const unknown = names.filter((name) => !(DECISION_EVENT_TYPES as readonly string[]).includes(name))
+  if (unknown.length > 0) {
+    throw new ValidationError(`unknown event type ${unknown.map((u) => JSON.stringify(u.slice(0, 40))).join(', ')}; known: ${DECISION_EVENT_TYPES.join(', ')}`, { field: 'events' })
+  }
+  const unique = [...new Set(names)] as DecisionEventType[]
+  return unique.length === DECISION_EVENT_TYPES.length ? '*' : unique
+}
+
+export function checkWebhookUrl(url: string, allowPrivate: boolean): string {
+  if (url.length > MAX_URL_LENGTH) throw new ValidationError(`the URL is longer than ${MAX_URL_LENGTH} characters`, { field: 'url' })
+  try {
+    return checkOutboundUrl(url, allowPrivate).href
+  } catch (err) {
+    if (err instanceof OutboundRefusedError) {
+      throw new ValidationError(`webhook URL refused: ${err.message}${allowPrivate ? '' : ' (WEBHOOK_ALLOW_PRIVATE=true allows them, for development)'}`, { field: 'url' })
+    }
+    throw err
+  }
+}
+
+export interface NewSubscription { keyId: string; url: string; events?: string | readonly string[] }
+
+/** Adds a subscription; the secret is returned here only (stored sealed). */
+export async function addSubscription(
+  db: Database, box: SealedBox, input: NewSubscription, options: { allowPrivate: boolean },
+): Promise<Subscription & { secret: string }> {
+  const url = checkWebhookUrl(input.url, options.allowPrivate)
+  const events = parseEventTypes(input.events)
+  const secret = newWebhookSecret()
+  const id = `whk_${randomHex(12)}`
+  const now = Date.now()
+  await db.transaction(async (tx) => {
+    const key = await tx.get<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [input.keyId])
+    if (key === undefined) throw new NotFoundError(`no API key ${input.keyId}`, { field: 'keyId' })
+    if (key.revoked_at !== null) throw new ValidationError(`API key ${input.keyId} is revoked`, { field: 'keyId' })
+    const live = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_subscriptions WHERE api_key_id = $1 AND removed_at IS NULL', [input.keyId])
+    if (Number(live?.n ?? 0) >= MAX_SUBSCRIPTIONS_PER_KEY) {
+      throw new ValidationError(`API key ${input.keyId} has ${MAX_SUBSCRIPTIONS_PER_KEY} webhooks already; remove one first`, { field: 'keyId' })
+    }
+    await tx.run(`INSERT INTO webhook_subscriptions (id, api_key_id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [id, input.keyId, url, events === '*' ? '*' : events.join(','), box.seal(secret), now])
+  })
+  return { id, keyId: input.keyId, url, events: events === '*' ? [...DECISION_EVENT_TYPES] : events, createdAt: now, removedAt: null, secret }
+}
+
+export async function listSubscriptions(db: Executor, filter: { keyId?: string } = {}): Promise<Subscription[]> {
+  const rows = filter.keyId === undefined
+    ? await db.all<SubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE removed_at IS NULL ORDER BY created_at, id')
+    : await db.all<SubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE removed_at IS NULL AND api_key_id = $1 ORDER BY created_at, id', [filter.keyId])
+  return rows.map(fromRow)
+}
+
+export async function findSubscription(db: Executor, id: string): Promise<Subscription & { secretSealed: string }> {
+  const row = await db.get<SubscriptionRow & { secret_sealed: string }>('SELECT * FROM webhook_subscriptions WHERE id = $1 AND removed_at IS NULL', [id])
+  if (row === undefined) throw new NotFoundError(`no webhook ${id}`, { field: 'id' })
+  return { ...fromRow(row), secretSealed: row.secret_sealed }
+}
+
+/**
+ * Removes a subscription: nothing more is queued for it, and what was still pending is given
+ * up (marked failed, "subscription removed"), so a removed endpoint hears nothing more.
+ */
+export async function removeSubscription(db: Database, id: string): Promise<Subscription> {
+  return db.transaction(async (tx) => {
+    const now = Date.now()
+    const row = await tx.get<SubscriptionRow>('UPDATE webhook_subscriptions SET removed_at = $1 WHERE id = $2 AND removed_at IS NULL RETURNING *', [now, id])
+    if (row === undefined) throw new NotFoundError(`no webhook ${id}`, { field: 'id' })
+    await tx.run(`UPDATE webhook_deliveries SET state = 'failed', last_error = 'subscription removed', finished_at = $1, claim = NULL, locked_until = NULL
+      WHERE subscription_id = $2 AND state = 'pending'`, [now, id])
+    return fromRow(row)
+  })
+}

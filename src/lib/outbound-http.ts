@@ -1,0 +1,185 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import http from 'node:http'
+import https from 'node:https'
+import { BlockList, isIP, type LookupFunction } from 'node:net'
+
+/**
+ * The one client for outbound requests to URLs a caller influences (webhook endpoints now;
+ * x5u certificates and CRLs next). Such a URL is an attacker's way into our network, so:
+ * - https only;
+ * - no loopback, private, shared, link-local (cloud metadata), multicast or reserved address,
+ *   checked on every address the name resolves to *at connect time*, in the socket's own DNS
+ *   lookup (a name that resolved to a public address when the URL was saved and to 127.0.0.1
+ *   now is refused: no DNS rebinding), and on literal addresses before connecting;
+ * - a deadline for the whole exchange, a cap on the response body, and no redirect followed
+ *   (a 3xx is an answer like any other, never a second request).
+ * `allowPrivate` lifts the first two rules for development and tests (WEBHOOK_ALLOW_PRIVATE).
+ */
+export interface OutboundOptions {
+  allowPrivate: boolean
+  timeoutMs: number
+  /** Bytes of the response body kept; the rest is not read (the connection is dropped). */
+  maxResponseBytes: number
+  /** The resolver (tests give a fake one to exercise the connect-time check). */
+  lookup?: typeof dnsLookup
+}
+
+export interface OutboundResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: Buffer
+  /** The body was longer than maxResponseBytes. */
+  truncated: boolean
+}
+
+export type OutboundRefusal = 'URL_NOT_ALLOWED' | 'ADDRESS_NOT_ALLOWED'
+
+/** The request was not sent: the URL or the address it resolves to is not allowed. */
+export class OutboundRefusedError extends Error {
+  readonly code: OutboundRefusal
+  constructor(code: OutboundRefusal, message: string) {
+    super(message)
+    this.name = 'OutboundRefusedError'
+    this.code = code
+  }
+}
+
+/** Addresses no outbound request may reach (RFC 6890 special-purpose registries, roughly). */
+const BLOCKED = new BlockList()
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) BLOCKED.addSubnet(net, prefix, 'ipv4')
+for (const [net, prefix] of [
+  // Not ::ffff:0:0/96 or 64:ff9b::/96 here: BlockList would apply them to every IPv4 address;
+  // the IPv4 inside such an address is checked as IPv4 instead (embeddedIpv4).
+  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
+  ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const) BLOCKED.addSubnet(net, prefix, 'ipv6')
+
+/** The IPv4 address inside an IPv4-mapped (::ffff:0:0/96) or NAT64 (64:ff9b::/96) address, else null. */
+function embeddedIpv4(address: string): string | null {
+  const match = /^(?:::ffff:|::ffff:0:|64:ff9b::)(.+)$/i.exec(address.toLowerCase())
+  if (match === null) return null
+  const tail = match[1]!
+  if (isIP(tail) === 4) return tail
+  const hextets = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(tail)
+  if (hextets === null) return null
+  const high = parseInt(hextets[1]!, 16)
+  const low = parseInt(hextets[2]!, 16)
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`
+}
+
+/** Whether an outbound request may connect to `address` (an IP literal). */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address)
+  if (family === 0) return false
+  if (family === 4) return !BLOCKED.check(address, 'ipv4')
+  const v4 = embeddedIpv4(address)
+  if (v4 !== null) return isPublicAddress(v4)
+  return !BLOCKED.check(address, 'ipv6')
+}
+
+/**
+ * The URL's static rules, for saving it (a webhook subscription) and again before each
+ * request: an absolute https URL without credentials, and not a literal address that is
+ * never allowed. A name is checked when it is resolved, at connect time.
+ */
+export function checkOutboundUrl(raw: string, allowPrivate: boolean): URL {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new OutboundRefusedError('URL_NOT_ALLOWED', 'not an absolute URL')
+  }
+  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
+    throw new OutboundRefusedError('URL_NOT_ALLOWED', `only https URLs are allowed${allowPrivate ? ' (or http with WEBHOOK_ALLOW_PRIVATE)' : ''}`)
+  }
+  if (url.username !== '' || url.password !== '') throw new OutboundRefusedError('URL_NOT_ALLOWED', 'URLs with credentials are not allowed')
+  const host = literalHost(url)
+  if (!allowPrivate && host !== null && !isPublicAddress(host)) {
+    throw new OutboundRefusedError('ADDRESS_NOT_ALLOWED', `${host} is a loopback, private, link-local or reserved address`)
+  }
+  return url
+}
+
+/** The URL's host when it is an IP literal (IPv6 without its brackets), else null. */
+function literalHost(url: URL): string | null {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+  return isIP(host) === 0 ? null : host
+}
+
+/** A socket lookup that refuses the name when any address it resolves to is not public. */
+function guardedLookup(resolve: typeof dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { all: true, family: options.family ?? 0, hints: options.hints ?? 0 }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(err, '', 0)
+      const refused = addresses.find((a) => !isPublicAddress(a.address))
+      if (refused !== undefined || addresses.length === 0) {
+        const error = new OutboundRefusedError('ADDRESS_NOT_ALLOWED',
+          refused === undefined ? `${hostname} resolves to no address` : `${hostname} resolves to ${refused.address}, a loopback, private, link-local or reserved address`)
+        return callback(error as NodeJS.ErrnoException, '', 0)
+      }
+      if (options.all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses)
+      callback(null, addresses[0]!.address, addresses[0]!.family)
+    })
+  }
+}
+
+/** Keep-alive pools: a busy endpoint (hundreds of deliveries a second) reuses its connections. */
+const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) }
+
+/** One request under the rules above. Throws OutboundRefusedError (not sent) or a network/timeout error. */
+export function outboundRequest(
+  raw: string, init: { method: string; headers: Record<string, string>; body?: string | Buffer }, options: OutboundOptions,
+): Promise<OutboundResponse> {
+  const url = checkOutboundUrl(raw, options.allowPrivate)
+  const transport = url.protocol === 'https:' ? https : http
+  return new Promise<OutboundResponse>((resolve, reject) => {
+    let settled = false
+    const finish = (error: Error | null, response?: OutboundResponse) => {
+      if (settled) return
+      settled = true
+      clearTimeout(deadline)
+      if (error !== null) reject(error)
+      else resolve(response!)
+    }
+    const request = transport.request(url, {
+      method: init.method,
+      headers: init.headers,
+      agent: url.protocol === 'https:' ? agents.https : agents.http,
+      ...(options.allowPrivate ? {} : { lookup: guardedLookup(options.lookup ?? dnsLookup) }),
+    }, (response) => {
+      const chunks: Buffer[] = []
+      let size = 0
+      let truncated = false
+      const done = () => finish(null, { status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), truncated })
+      response.on('data', (chunk: Buffer) => {
+        if (truncated) return
+        const room = options.maxResponseBytes - size
+        if (chunk.length > room) {
+          chunks.push(chunk.subarray(0, Math.max(0, room)))
+          size = options.maxResponseBytes
+          truncated = true
+          // The answer is known (its status); the rest of the body is not read.
+          request.destroy()
+          done()
+          return
+        }
+        chunks.push(chunk)
+        size += chunk.length
+      })
+      response.on('end', done)
+      response.on('error', (error) => finish(error))
+    })
+    const deadline = setTimeout(() => {
+      const error = new Error(`no complete answer within ${options.timeoutMs} ms`)
+      error.name = 'TimeoutError'
+      request.destroy(error)
+      finish(error)
+    }, options.timeoutMs)
+    request.on('error', (error) => finish(error))
+    request.end(init.body)
+  })
+}
