@@ -124,8 +124,12 @@ export class LedgerWatcher {
     })
   }
 
-  /** One read of the feed from the stored cursor; true when more events follow at once. */
+  /**
+   * One read of the feed from the stored cursor, if this process holds the watcher's lock
+   * (else nothing: false); true when more events follow at once.
+   */
   async poll(): Promise<boolean> {
+    if (!(await this.#lock.acquire())) return false
     const source = this.source
     const stored = await this.#db.get<{ cursor: string }>('SELECT cursor FROM ledger_watch_cursors WHERE source = $1', [source])
     const page = await this.#ledger.approvalEvents(stored?.cursor ?? null, this.#options.pageSize)

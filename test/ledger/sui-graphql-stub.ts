@@ -137,6 +137,31 @@ function page<T>(all: readonly T[], args: { first?: number | null; after?: strin
       endCursor: nodes.length === 0 ? null : cursor(start + nodes.length - 1),
     },
     nodes,
+    edges: nodes.map((node, i) => ({ cursor: cursor(start + i), node })),
+  }
+}
+
+/** The real filter's three forms: `0xpkg`, `0xpkg::module`, `0xpkg::module::Type` (generics optional). */
+function eventTypeMatcher(filter: string | null): (type: string) => boolean {
+  if (filter === null) return () => true
+  const parts = filter.split('::')
+  try {
+    if (parts.length === 1) {
+      const pkg = id(parts[0]!)
+      return (type) => id(type.split('::')[0]!) === pkg
+    }
+    if (parts.length === 2) {
+      const prefix = `${id(parts[0]!)}::${parts[1]}`
+      return (type) => { const [p, m] = normalizeStructTag(type).split('::'); return `${p}::${m}` === prefix }
+    }
+    const wanted = normalizeStructTag(filter)
+    const generic = filter.includes('<')
+    return (type) => {
+      const full = normalizeStructTag(type)
+      return generic ? full === wanted : full.split('<')[0] === wanted
+    }
+  } catch {
+    throw suiError(`Invalid filter, expected: type, package, or package::module: ${filter.slice(0, 80)}`, SUI_ERROR.BAD_USER_INPUT)
   }
 }
 
@@ -305,7 +330,37 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
     return answer()
   }
 
+  /**
+   * `events(filter:)`: every event of every successful transaction, in the order the
+   * transactions were added (checkpoint order). The type filter takes a package, a
+   * package::module or a full type, as the real one does; with `module` as well it is refused.
+   */
+  function eventsConnection(args: { first?: number | null; after?: string | null; last?: number | null; before?: string | null; filter?: { type?: string | null; module?: string | null } | null }): unknown {
+    if (args.last != null || args.before != null) throw suiError('the stub pages events forward only', SUI_ERROR.BAD_USER_INPUT)
+    const filter = args.filter ?? {}
+    if (filter.type != null && filter.module != null) {
+      throw suiError('Filtering by both emitting module and event type is not supported', SUI_ERROR.BAD_USER_INPUT)
+    }
+    const matches = eventTypeMatcher(filter.type ?? null)
+    const all: unknown[] = []
+    for (const tx of transactions.values()) {
+      if (!tx.success) continue
+      tx.events.forEach((event, index) => {
+        if (!matches(event.type)) return
+        all.push({
+          sequenceNumber: index,
+          timestamp: tx.timestampMs === null ? null : new Date(tx.timestampMs).toISOString(),
+          sender: { address: id(event.sender ?? tx.sender) },
+          transaction: transactionNode(tx.digest),
+          contents: { type: { repr: normalizeStructTag(event.type) }, json: event.json },
+        })
+      })
+    }
+    return page(all, args, Math.min(DEFAULT_PAGE_SIZE, maxPageSize))
+  }
+
   const rootValue = {
+    events: (args: Parameters<typeof eventsConnection>[0]) => faulted('events', () => eventsConnection(args)),
     object: (args: { address: string }) => faulted('object', () => objectNode(args.address)),
     address: (args: { address: string }) => faulted('address', () => ({
       address: args.address,
