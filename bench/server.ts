@@ -29,6 +29,8 @@ if (process.env.BENCH_MODE === 'bare') {
 } else {
   service = await openService(loadConfig(process.env))
   app = await buildApp(service, { logger: false })
+  // The events benchmark measures what a server runs in the background (webhook deliveries).
+  if (process.env.BENCH_EVENTS === '1') service.events.start()
 }
 
 await app.listen({ host: '127.0.0.1', port: 0 })

@@ -14,6 +14,7 @@ import { databaseExists, describeDatabase, requireExistingDatabase } from './dat
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
 import { walletCommand } from './wallet-commands.ts'
+import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -42,6 +43,7 @@ Usage: kns <command> [options] [--json]
   registry unlink (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
   passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
+${WEBHOOK_USAGE}
 ${STATS_USAGE}
 
 Configuration comes from the environment and ./.env (see README). --json prints one JSON
@@ -67,6 +69,7 @@ export function commandHelp(command: string): string {
 
 const OPTIONS = {
   ...STATS_OPTIONS,
+  ...WEBHOOK_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
@@ -143,7 +146,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
-    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed'].includes(command)) {
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     // Every command below uses the database: say which, and never create one by accident:
@@ -187,6 +190,7 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'passport') return await passportCommand(service, sub, args, out)
       else if (command === 'stats') await statsCommand(service, sub, args, out)
       else if (command === 'seed') await seedCommand(service, args, out)
+      else if (command === 'webhook') await webhookCommand(service, sub, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

@@ -1,9 +1,8 @@
+import { DECISION_EVENT_TYPES, type DecisionEventType } from '../contract/events-schemas.ts'
 import type { Executor } from '../db/engine.ts'
 import { randomHex } from '../lib/random-hex.ts'
 
-/** What a vendor can subscribe to: the decisions on its approvals. */
-export const DECISION_EVENT_TYPES = ['approval.approved', 'approval.cancelled', 'approval.expired'] as const
-export type DecisionEventType = (typeof DECISION_EVENT_TYPES)[number]
+export { DECISION_EVENT_TYPES, type DecisionEventType }
 /** `kns webhook test`: sent to one subscription only, whatever it subscribed to. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 export type EventType = DecisionEventType | typeof TEST_EVENT_TYPE

@@ -12,6 +12,7 @@ import { identityRoutes } from './routes/identity.ts'
 import { ledgerRoutes } from './routes/ledger.ts'
 import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
+import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
 
@@ -78,5 +79,6 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(pageRoutes, { service })
   await app.register(statsRoutes, { service })
   await app.register(adminStatsRoutes, { service })
+  await app.register(adminWebhookRoutes, { service })
   return app
 }

@@ -232,6 +232,26 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     await context.close()
   })
 
+  test('a decision taken elsewhere while the page is open shows at once, without polling (transaction_details?wait=)', async () => {
+    const owner = newKeypair()
+    const a = await newApproval(owner, { method: 'event' })
+    const { context, page, watch } = await openPage(browser, { wallets: [new TestWallet({ keypair: owner })] })
+    const requests: string[] = []
+    page.on('request', (r) => { if (r.url().includes('/numsys/')) requests.push(new URL(r.url()).search) })
+    await page.goto(a.approvalUrl)
+    await page.locator('#request').waitFor()
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    // The owner approves from a wallet app: `kns::approve` on the ledger, seen by the watcher.
+    const { LocalLedger } = await import('../../src/ledger/local-ledger.ts')
+    await (server.h.service.ledger as InstanceType<typeof LocalLedger>).approve(a.objectId, a.ref, owner.toSuiAddress())
+    await page.locator('#final').waitFor({ timeout: 5000 })
+    assert.equal(await heading(page), 'Already approved')
+    const waits = requests.filter((q) => q.includes('wait='))
+    assert.ok(waits.length >= 1 && waits.length <= 2, `one request held open, not a poll: ${requests.join(' ')}`)
+    await assertClean(watch)
+    await context.close()
+  })
+
   test('the live countdown turns the page to expired when the time is up', async () => {
     const owner = newKeypair()
     const a = await newApproval(owner)

@@ -40,7 +40,8 @@ export interface WebServer {
 export async function startWebServer(extraEnv: Record<string, string> = {}): Promise<WebServer> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const h = await startHarness({ PORT: String(port), PUBLIC_BASE_URL: url, ...extraEnv })
+  // As a server runs: with its ledger watcher, expiry sweeper and webhook deliveries.
+  const h = await startHarness({ PORT: String(port), PUBLIC_BASE_URL: url, LEDGER_WATCH_INTERVAL_MS: '200', ...extraEnv }, { events: true })
   await h.app.listen({ host: '127.0.0.1', port })
   return { h, url, close: () => h.close() }
 }

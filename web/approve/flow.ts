@@ -1,5 +1,5 @@
 /** What "Approve" and "Cancel" do once a wallet account is chosen: wallet, then the KNS API. */
-import { ApiError, postJson } from '../shared/api.ts'
+import { ApiError, getJson, postJson } from '../shared/api.ts'
 import type { PageConfig } from '../shared/page-config.ts'
 import { ledgerApproveMessage } from '../../src/contract/approve-text.ts'
 import type { ApprovalVerdict, TransactionDetails } from '../../src/contract/api-types.ts'
@@ -54,16 +54,39 @@ function check(verdict: Verdict): void {
   if (!verdict.success) throw new FlowError(verdict.error ?? 'The approval was not accepted.', verdict.code)
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** Longest single `wait` the page asks for: under the API's 60 s and a proxy's read timeout. */
+const WAIT_S = 50
 
-/** verify_transaction; on Sui the digest can reach the indexer a little after the wallet returns it. */
+/**
+ * GET transaction_details?wait=: answers when the approval is decided (here, by the ledger
+ * watcher, in another tab, by the owner's wallet app) or when the wait is over. One request
+ * held open instead of polling.
+ */
+export async function waitForDecision(ref: string, seconds: number, signal?: AbortSignal): Promise<Details> {
+  const wait = Math.max(0, Math.min(WAIT_S, Math.ceil(seconds)))
+  const options = { timeoutMs: (wait + 15) * 1000, ...(signal === undefined ? {} : { signal }) }
+  return (await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}&wait=${wait}`, options)).body
+}
+
+/** How long the page waits for Sui's indexer (and the watcher) to see a transaction the wallet executed. */
+const INDEXER_PATIENCE_MS = 30_000
+
+/**
+ * verify_transaction, once. On Sui the digest can reach the indexer a little after the wallet
+ * returns it: then the service's ledger watcher approves the request when it sees the event,
+ * and the page waits for that decision rather than asking again and again.
+ */
 async function verifyTransaction(approvalNumber: string, digest: string, patient: boolean): Promise<void> {
-  const deadline = Date.now() + (patient ? 20_000 : 0)
-  for (;;) {
-    const verdict = await fromApi(postJson<Verdict>('/numsys/verify_transaction', { approvalNumber, digest }))
-    if (verdict.success || verdict.code !== 'TRANSACTION_NOT_FOUND' || Date.now() >= deadline) return check(verdict)
-    await sleep(1000)
+  const verdict = await fromApi(postJson<Verdict>('/numsys/verify_transaction', { approvalNumber, digest }))
+  if (verdict.success || verdict.code !== 'TRANSACTION_NOT_FOUND' || !patient) return check(verdict)
+  const deadline = Date.now() + INDEXER_PATIENCE_MS
+  for (let left = INDEXER_PATIENCE_MS; left > 0; left = deadline - Date.now()) {
+    const now = await fromApi(waitForDecision(approvalNumber, left / 1000).then((body) => ({ body })))
+    if (now.status === 'approved') return
+    if (now.status !== 'pending') throw new FlowError(`The request was ${now.status} before your transaction was seen.`, now.status.toUpperCase())
   }
+  // Still not seen: the service's own reason, once more.
+  check(await fromApi(postJson<Verdict>('/numsys/verify_transaction', { approvalNumber, digest })))
 }
 
 /** Runs the approval for the chosen account; resolves when the service has recorded it. */

@@ -6,7 +6,7 @@ import '../shared/base.css'
 import './approve.css'
 import { ApiError, getJson } from '../shared/api.ts'
 import { readPageConfig } from '../shared/page-config.ts'
-import { approvalKind, cancelApproval, FlowError, runApproval, safeRedirect, type Details } from './flow.ts'
+import { approvalKind, cancelApproval, FlowError, runApproval, safeRedirect, waitForDecision, type Details } from './flow.ts'
 import {
   el, hideWalletPicker, setBusy, setProgress, showCountdown, showError, showFinal, showRequest, showWalletPicker,
 } from './view.ts'
@@ -52,8 +52,42 @@ function tick(): void {
   }
 }
 
+/** The open request of watchDecision, ended when the page loads again. */
+let watching: AbortController | undefined
+
+/**
+ * While the request is open here, a decision taken elsewhere (the owner's wallet app calling
+ * kns::approve, another tab, the expiry) shows at once: one `transaction_details?wait=`
+ * request held open at a time, never a poll. While an action of this page runs, its own
+ * outcome is shown instead.
+ */
+async function watchDecision(current: Details): Promise<void> {
+  watching?.abort()
+  const stop = new AbortController()
+  watching = stop
+  let failures = 0
+  while (!stop.signal.aborted && details === current && remaining() > 0) {
+    try {
+      const now = await waitForDecision(current.approvalNumber, remaining() / 1000, stop.signal)
+      failures = 0
+      if (stop.signal.aborted || now.status === 'pending') continue
+      // Decided by this page's own action (approve, cancel): that action shows its outcome.
+      if (busy) return
+      clearInterval(timer)
+      details = now
+      return showFinal(now.status, now)
+    } catch {
+      if (stop.signal.aborted) return
+      // Offline for a moment: try again, more slowly each time.
+      failures++
+      await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 2000 * 2 ** failures)))
+    }
+  }
+}
+
 async function load(): Promise<void> {
   clearInterval(timer)
+  watching?.abort()
   if (!APPROVAL_NUMBER.test(ref)) return showFinal('unknown')
   try {
     const { body, serverDate } = await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}`)
@@ -67,6 +101,7 @@ async function load(): Promise<void> {
   showRequest(details, config)
   tick()
   timer = setInterval(tick, 1000)
+  void watchDecision(details)
 }
 
 function fail(err: unknown): void {

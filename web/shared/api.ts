@@ -18,7 +18,13 @@ export interface ApiResponse<T> {
 
 const TIMEOUT_MS = 20_000
 
-async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiResponse<T>> {
+interface CallOptions {
+  /** Longer than the default for a request the server holds on purpose (`wait`). */
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: CallOptions = {}): Promise<ApiResponse<T>> {
   let res: Response
   try {
     res = await fetch(path, {
@@ -27,7 +33,9 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: 'omit',
       cache: 'no-store',
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      signal: options.signal === undefined
+        ? AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS)
+        : AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS)]),
     })
   } catch {
     throw new ApiError(0, 'NETWORK', 'The service could not be reached. Check your connection and try again.')
@@ -47,5 +55,5 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
   return { body: parsed as T, serverDate: Number.isNaN(date) ? null : date }
 }
 
-export const getJson = <T>(path: string) => call<T>('GET', path)
+export const getJson = <T>(path: string, options?: CallOptions) => call<T>('GET', path, undefined, options)
 export const postJson = <T>(path: string, body: unknown) => call<T>('POST', path, body)

@@ -42,8 +42,9 @@ export class DeliveryWorker {
     this.#db = db
     this.#box = box
     this.#options = { concurrency: 32, pollMs: 1000, ...options }
-    // Past the attempt's own deadline with room to record it: a live attempt keeps its claim.
-    this.#leaseMs = options.outbound.timeoutMs + 30_000
+    // Past the attempt's deadline with room to record its outcome, so a live attempt keeps its
+    // claim; short enough that a killed process's claims are taken again within seconds.
+    this.#leaseMs = options.outbound.timeoutMs * 2 + 5000
   }
 
   start(): void {

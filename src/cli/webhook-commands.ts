@@ -1,0 +1,68 @@
+import { listDeliveries, replayEvent } from '../events/webhooks/deliveries.ts'
+import { addSubscription, listSubscriptions, removeSubscription } from '../events/webhooks/subscriptions.ts'
+import { sendTestEvent } from '../events/webhooks/test-event.ts'
+import { presentDelivery, presentWebhook } from '../http/routes/admin-webhooks.ts'
+import type { Service } from '../service.ts'
+import { optional, required, type Parsed } from './args.ts'
+import { UsageError, type Output } from './output.ts'
+
+export const WEBHOOK_OPTIONS = {
+  url: { type: 'string' }, events: { type: 'string' }, failed: { type: 'boolean' }, limit: { type: 'string' },
+} as const
+
+export const WEBHOOK_USAGE = `  webhook add --key <keyId> --url <https URL> [--events approval.approved,approval.cancelled,approval.expired]
+                                          prints { id, secret } (the secret only this once)
+  webhook list [--key <keyId>]
+  webhook remove <id>
+  webhook test <id>                       a webhook.test event to that endpoint now; prints the outcome
+  webhook deliveries [--failed] [--key <keyId>] [--limit N]
+  webhook replay <eventId>                the event again (same webhook-id) to every live subscription`
+
+/** kns webhook add | list | remove | test | deliveries | replay */
+export async function webhookCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
+  const { db, events, config } = service
+  const positional = (what: string) => {
+    const value = positionals[2]
+    if (value === undefined) throw new UsageError(`usage: kns webhook ${sub} <${what}>`)
+    return value
+  }
+  if (sub === 'add') {
+    const eventsArg = optional(values, 'events')
+    const created = await addSubscription(db, events.box, { keyId: required(values, 'key'), url: required(values, 'url'), ...(eventsArg === undefined ? {} : { events: eventsArg }) },
+      { allowPrivate: config.webhookAllowPrivate })
+    return out.result({ ...presentWebhook(created), secret: created.secret },
+      `added webhook ${created.id}: events of key ${created.keyId} (${created.events.join(', ')}) to ${created.url}\n\n  ${created.secret}\n\n` +
+      'The signing secret is shown only this once (stored encrypted). Verify deliveries with any Standard Webhooks library.')
+  }
+  if (sub === 'list') {
+    const key = optional(values, 'key')
+    const found = (await listSubscriptions(db, key === undefined ? {} : { keyId: key })).map(presentWebhook)
+    return out.result({ webhooks: found }, found.length === 0 ? 'no webhooks' : found.map((w) => `${w.id}  key ${w.keyId}  ${w.events.join(',')}  ${w.url}`).join('\n'))
+  }
+  if (sub === 'remove') {
+    const removed = presentWebhook(await removeSubscription(db, positional('id')))
+    return out.result(removed, `removed webhook ${removed.id} (${removed.url})`)
+  }
+  if (sub === 'test') {
+    const outcome = await sendTestEvent(db, events.deliveries, positional('id'))
+    out.result({ ...outcome }, outcome.delivered
+      ? `delivered ${outcome.eventId}: the endpoint answered ${outcome.status}`
+      : `not delivered ${outcome.eventId}: ${outcome.error} (retried on the normal schedule)`)
+    if (!outcome.delivered) process.exitCode = 1
+    return
+  }
+  if (sub === 'deliveries') {
+    const limitRaw = optional(values, 'limit') ?? '50'
+    if (!/^\d{1,4}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 1000) throw new UsageError('--limit must be a whole number from 1 to 1000')
+    const key = optional(values, 'key')
+    const found = (await listDeliveries(db, { limit: Number(limitRaw), failed: values.failed === true, ...(key === undefined ? {} : { keyId: key }) })).map(presentDelivery)
+    const line = (d: ReturnType<typeof presentDelivery>) =>
+      `${d.eventId}  ${d.type.padEnd(18)} ${d.state.padEnd(9)} ${String(d.attempts).padStart(2)} attempt(s)  ${d.lastStatus ?? '-'}  ${d.url}${d.lastError === null ? '' : `  (${d.lastError})`}`
+    return out.result({ deliveries: found }, found.length === 0 ? 'no deliveries' : found.map(line).join('\n'))
+  }
+  if (sub === 'replay') {
+    const replayed = await replayEvent(db, positional('eventId'))
+    return out.result(replayed, `queued ${replayed.deliveries} delivery(ies) of ${replayed.eventId}; a running server sends them`)
+  }
+  throw new UsageError(`unknown command 'kns webhook ${sub ?? ''}'`)
+}

@@ -1,0 +1,105 @@
+/**
+ * Managing webhooks: `kns webhook add|list|remove|test|deliveries|replay` and the same as
+ * admin routes. The secret is shown once and stored sealed; URLs are checked; a vendor's
+ * approvals key cannot manage webhooks.
+ */
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { startHarness, type Harness } from '../helpers.ts'
+import { assertError } from '../support/kns.ts'
+import { killAll, oneJson, runKns } from '../support/process.ts'
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts'
+
+let h: Harness
+let admin: string
+let vendorKeyId: string
+let receiver: WebhookReceiver
+
+before(async () => {
+  h = await startHarness({ WEBHOOK_ALLOW_PRIVATE: 'true', KNS_SECRET: randomBytes(32).toString('hex') })
+  admin = await h.key({ scopes: ['admin'], vendor: 'Operator' })
+  await h.key({ scopes: ['approvals'], vendor: 'Acme Bank' })
+  vendorKeyId = (await h.service.db.get<{ id: string }>(`SELECT id FROM api_keys WHERE vendor = 'Acme Bank'`))!.id
+  receiver = await startWebhookReceiver()
+})
+after(async () => {
+  await killAll()
+  await receiver?.close()
+  await h?.close()
+})
+
+const call = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown, key = admin) =>
+  h.app.inject({ method, url, headers: { 'x-api-key': key }, ...(payload === undefined ? {} : { payload: payload as object }) })
+
+describe('admin routes', () => {
+  test('add (secret once, sealed at rest), list (no secret), test (delivered, verified), deliveries, remove', async () => {
+    const added = await call('POST', '/api/v1/admin/webhooks', { keyId: vendorKeyId, url: receiver.url, events: ['approval.approved'] })
+    assert.equal(added.statusCode, 201, added.body)
+    const body = added.json() as { id: string; secret: string; events: string[] }
+    assert.match(body.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+    assert.deepEqual(body.events, ['approval.approved'])
+    const stored = await h.service.db.get<{ secret_sealed: string }>('SELECT secret_sealed FROM webhook_subscriptions WHERE id = $1', [body.id])
+    assert.ok(!stored!.secret_sealed.includes(body.secret.slice(6, 20)), 'not stored in the clear')
+
+    const listed = await call('GET', `/api/v1/admin/webhooks?keyId=${vendorKeyId}`)
+    assert.equal(listed.statusCode, 200)
+    assert.equal(listed.json().webhooks.length, 1)
+    assert.doesNotMatch(listed.body, /whsec_/)
+
+    receiver.secret = body.secret
+    const tested = await call('POST', `/api/v1/admin/webhooks/${body.id}/test`)
+    assert.equal(tested.statusCode, 200, tested.body)
+    assert.deepEqual({ ...(tested.json() as object), eventId: 'x' }, { eventId: 'x', delivered: true, status: 204, error: null })
+    const [delivery] = await receiver.waitFor(1)
+    assert.equal(delivery!.verifyError, null)
+    assert.equal(delivery!.verified!.type, 'webhook.test')
+
+    const deliveries = await call('GET', '/api/v1/admin/webhook-deliveries?limit=5')
+    assert.equal(deliveries.statusCode, 200, deliveries.body)
+    assert.equal(deliveries.json().deliveries[0].state, 'delivered')
+    assertError(await call('POST', `/api/v1/admin/webhook-events/${tested.json().eventId}/replay`), 400, 'INVALID_REQUEST', 'eventId')
+
+    const removed = await call('DELETE', `/api/v1/admin/webhooks/${body.id}`)
+    assert.equal(removed.statusCode, 200)
+    assertError(await call('DELETE', `/api/v1/admin/webhooks/${body.id}`), 404, 'NOT_FOUND')
+  })
+
+  test('refused: a non-admin key, a URL that is not https on a public address (without the development flag), an unknown key', async () => {
+    const vendorKey = await h.key({ scopes: ['approvals'], vendor: 'Someone' })
+    assertError(await call('GET', '/api/v1/admin/webhooks', undefined, vendorKey), 403, 'FORBIDDEN')
+    assertError(await call('POST', '/api/v1/admin/webhooks', { keyId: 'nope', url: 'https://hooks.example.com/' }), 404, 'NOT_FOUND', 'keyId')
+    assertError(await call('POST', '/api/v1/admin/webhooks', { keyId: vendorKeyId, url: 'https://hooks.example.com/', events: ['approval.nope'] }), 400, 'INVALID_REQUEST')
+    assertError(await call('POST', '/api/v1/admin/webhooks', { keyId: vendorKeyId, url: 'ftp://hooks.example.com/' }), 400, 'INVALID_REQUEST', 'url')
+  })
+})
+
+describe('kns webhook (CLI)', () => {
+  test('add refuses http and private addresses unless WEBHOOK_ALLOW_PRIVATE; add, list, test, deliveries, replay, remove', async () => {
+    const strictEnv = { ...h.env, WEBHOOK_ALLOW_PRIVATE: 'false' }
+    for (const url of ['http://hooks.example.com/', 'https://127.0.0.1/', 'https://169.254.169.254/']) {
+      const refused = await runKns(['webhook', 'add', '--key', vendorKeyId, '--url', url], strictEnv)
+      assert.equal(refused.code, 2, refused.stderr)
+      assert.match(refused.stderr, /webhook URL refused/)
+    }
+    const added = oneJson(await runKns(['webhook', 'add', '--key', vendorKeyId, '--url', receiver.url, '--json'], h.env))
+    receiver.secret = String(added.secret)
+    const listed = oneJson(await runKns(['webhook', 'list', '--key', vendorKeyId, '--json'], h.env))
+    assert.ok((listed.webhooks as Array<{ id: string }>).some((w) => w.id === added.id))
+    receiver.received.length = 0
+    const tested = await runKns(['webhook', 'test', String(added.id)], h.env)
+    assert.equal(tested.code, 0, tested.stderr)
+    assert.match(tested.stdout, /delivered evt_[0-9a-f]{32}: the endpoint answered 204/)
+    const [delivery] = await receiver.waitFor(1)
+    assert.equal(delivery!.verifyError, null)
+    const deliveries = oneJson(await runKns(['webhook', 'deliveries', '--limit', '3', '--json'], h.env))
+    assert.equal((deliveries.deliveries as Array<{ eventId: string }>)[0]!.eventId, delivery!.id)
+    const failedOnly = oneJson(await runKns(['webhook', 'deliveries', '--failed', '--json'], h.env))
+    assert.deepEqual(failedOnly.deliveries, [])
+    const unknown = await runKns(['webhook', 'replay', `evt_${'0'.repeat(32)}`], h.env)
+    assert.equal(unknown.code, 1)
+    assert.match(unknown.stderr, /no event/)
+    const removed = await runKns(['webhook', 'remove', String(added.id)], h.env)
+    assert.equal(removed.code, 0, removed.stderr)
+  })
+})

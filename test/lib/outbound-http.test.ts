@@ -1,0 +1,103 @@
+/**
+ * The guarded outbound client: https only, no private/loopback/link-local/metadata address
+ * (literal, or resolved at connect time), deadline, body cap, no redirect followed.
+ */
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import type { LookupAddress } from 'node:dns'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { checkOutboundUrl, isPublicAddress, outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../src/lib/outbound-http.ts'
+
+let server: Server
+let port: number
+let connections = 0
+const hits: string[] = []
+
+before(async () => {
+  server = createServer((req, res) => {
+    hits.push(req.url ?? '')
+    if (req.url === '/redirect') return void res.writeHead(302, { location: `http://127.0.0.1:${port}/target` }).end()
+    if (req.url === '/big') return void res.end(Buffer.alloc(1024 * 1024, 97))
+    if (req.url === '/hang') return // never answers
+    res.writeHead(200).end('ok')
+  })
+  server.on('connection', () => { connections++ })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  port = (server.address() as AddressInfo).port
+})
+after(async () => {
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
+})
+
+/** A resolver that answers `addresses` for every name, as a DNS server under an attacker's control would. */
+function fakeDns(...addresses: string[]): OutboundOptions['lookup'] {
+  return ((_hostname: string, _options: unknown, callback: (err: null, addresses: LookupAddress[]) => void) => {
+    callback(null, addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })))
+  }) as unknown as OutboundOptions['lookup']
+}
+
+const strict = (lookup?: OutboundOptions['lookup']): OutboundOptions => ({ allowPrivate: false, timeoutMs: 2000, maxResponseBytes: 1024, ...(lookup ? { lookup } : {}) })
+const lax: OutboundOptions = { allowPrivate: true, timeoutMs: 500, maxResponseBytes: 1024 }
+const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }
+
+describe('which addresses are public', () => {
+  test('private, loopback, link-local (metadata), shared, reserved, mapped and NAT64 forms are not', () => {
+    for (const address of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
+      '255.255.255.255', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a9fe:a9fe', 'not an ip']) {
+      assert.equal(isPublicAddress(address), false, address)
+    }
+    for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(isPublicAddress(address), true, address)
+  })
+
+  test('URLs: https only, no credentials, no private literal in any spelling', () => {
+    for (const url of ['http://hooks.example.com/', 'ftp://hooks.example.com/', 'https://u:p@hooks.example.com/', 'https://127.0.0.1/', 'https://[::1]/',
+      'https://0x7f.1/', 'https://2130706433/', 'https://169.254.169.254/latest/meta-data/', 'https://[::ffff:a9fe:a9fe]/', 'not a url']) {
+      assert.throws(() => checkOutboundUrl(url, false), OutboundRefusedError, url)
+    }
+    assert.equal(checkOutboundUrl('https://hooks.example.com/kns', false).href, 'https://hooks.example.com/kns')
+    assert.equal(checkOutboundUrl('http://127.0.0.1:8080/', true).href, 'http://127.0.0.1:8080/')
+  })
+})
+
+describe('checked at connect time', () => {
+  test('a name that resolves to a loopback address is refused before any connection', async () => {
+    const before = connections
+    await assert.rejects(outboundRequest(`https://hooks.example.com:${port}/`, post, strict(fakeDns('127.0.0.1'))),
+      (err: unknown) => err instanceof OutboundRefusedError && err.code === 'ADDRESS_NOT_ALLOWED' && /127\.0\.0\.1/.test(err.message))
+    assert.equal(connections, before, 'no connection was made')
+  })
+
+  test('a name that resolves to a public and a metadata address is refused (no picking the safe one)', async () => {
+    await assert.rejects(outboundRequest('https://hooks.example.com/', post, strict(fakeDns('93.184.216.34', '169.254.169.254'))),
+      (err: unknown) => err instanceof OutboundRefusedError && /169\.254\.169\.254/.test(err.message))
+  })
+
+  test('localhost by name is refused with the real resolver', async () => {
+    await assert.rejects(outboundRequest(`https://localhost:${port}/`, post, strict()), OutboundRefusedError)
+  })
+})
+
+describe('answers (WEBHOOK_ALLOW_PRIVATE, against a local server)', () => {
+  test('a redirect is an answer, never followed', async () => {
+    hits.length = 0
+    const res = await outboundRequest(`http://127.0.0.1:${port}/redirect`, post, lax)
+    assert.equal(res.status, 302)
+    assert.deepEqual(hits, ['/redirect'], 'the target was not requested')
+  })
+
+  test('a long body is cut at the cap', async () => {
+    const res = await outboundRequest(`http://127.0.0.1:${port}/big`, post, lax)
+    assert.equal(res.status, 200)
+    assert.equal(res.body.length, 1024)
+    assert.equal(res.truncated, true)
+  })
+
+  test('an endpoint that never answers times out at the deadline', async () => {
+    const started = performance.now()
+    await assert.rejects(outboundRequest(`http://127.0.0.1:${port}/hang`, post, lax), (err: Error) => err.name === 'TimeoutError')
+    const took = performance.now() - started
+    assert.ok(took >= 450 && took < 5000, `timed out after ${took} ms`)
+  })
+})
