@@ -48,7 +48,11 @@ export class Events {
   }
 
   get deliveries(): DeliveryWorker {
-    return this.#deliveries ??= new DeliveryWorker(this.#db, this.box, {
+    // The worker's own writes (claims, outcomes) commit without waiting for the disk, on a
+    // pool of their own: losing the last of them in a crash of the database server means a
+    // delivery is attempted again with the same webhook-id, which at-least-once allows; and
+    // the decisions' commits no longer share their disk flushes with it.
+    return this.#deliveries ??= new DeliveryWorker(this.#db.asyncCommit, this.box, {
       outbound: this.outbound,
       retry: { baseMs: this.#config.webhookRetryBaseMs, giveUpAfterMs: this.#config.webhookGiveUpAfterS * 1000 },
     })
