@@ -156,20 +156,11 @@ function watcherState(service: Service): { watcher?: string } {
  */
 function watchEvents(service: Service, registry: Registry): void {
   const events = service.events
-  const reported = { delivered: 0, retried: 0, failed: 0 }
-  new Counter({
-    name: 'kns_webhook_deliveries_total',
-    help: 'Webhook delivery attempts by result: delivered (2xx), retried (failed, scheduled again), failed (given up)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-    collect() {
-      const counts = events.started ? events.deliveries.counts : reported
-      for (const result of ['delivered', 'retried', 'failed'] as const) {
-        this.inc({ result }, counts[result] - reported[result])
-        reported[result] = counts[result]
-      }
-    },
-  })
+  const watcher = events.watcher
+  const idle = { delivered: 0, retried: 0, failed: 0 }
+  countsOf(registry, 'kns_webhook_deliveries_total',
+    'Webhook delivery attempts by result: delivered (2xx), retried (failed, scheduled again), failed (given up)',
+    'result', () => (events.started ? events.deliveries.counts : idle), ['delivered', 'retried', 'failed'])
   new Gauge({
     name: 'kns_webhook_oldest_pending_age_seconds',
     help: 'Age of the oldest webhook delivery not yet delivered nor given up (0 when none)',
@@ -180,44 +171,39 @@ function watchEvents(service: Service, registry: Registry): void {
       } catch { /* the database is down: /readyz says so */ }
     },
   })
-  const watcher = events.watcher
   new Gauge({
     name: 'kns_ledger_watch_lag_seconds',
     help: 'How far the ledger watcher is behind: time since it last read the ApprovalEvent feed to its end (-1 in a process that does not watch)',
     registers: [registry],
     collect() { this.set(watcher.lagSeconds() ?? -1) },
   })
-  const seen = { approved: 0, rejected: 0, skipped: 0 }
+  countsOf(registry, 'kns_ledger_watch_events_total',
+    'ApprovalEvents the ledger watcher read, by outcome: approved, rejected (a check failed), skipped (unknown or not pending)',
+    'outcome', () => watcher.counts, ['approved', 'rejected', 'skipped'])
+  countsOf(registry, 'kns_ledger_watch_errors_total', 'Reads of the ledger feed (or applications of an event) that failed and will be retried',
+    null, () => ({ total: watcher.counts.errors }), ['total'])
+  countsOf(registry, 'kns_approvals_expired_total', 'Approvals this process marked expired (each with its approval.expired event)',
+    null, () => ({ total: events.sweeper.expired }), ['total'])
+}
+
+/**
+ * A Prometheus counter that follows counts kept elsewhere (plain numbers that only grow): on
+ * each scrape it adds what they grew by. With `label` null, the one count `total`, unlabelled.
+ */
+function countsOf<K extends string>(
+  registry: Registry, name: string, help: string, label: string | null, read: () => Record<K, number>, keys: readonly K[],
+): void {
+  const reported = new Map<K, number>()
   new Counter({
-    name: 'kns_ledger_watch_events_total',
-    help: 'ApprovalEvents the ledger watcher read, by outcome: approved, rejected (a check failed), skipped (unknown or not pending)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
+    name, help, registers: [registry], labelNames: label === null ? [] : [label],
     collect() {
-      for (const outcome of ['approved', 'rejected', 'skipped'] as const) {
-        this.inc({ outcome }, watcher.counts[outcome] - seen[outcome])
-        seen[outcome] = watcher.counts[outcome]
+      const now = read()
+      for (const key of keys) {
+        const grew = now[key] - (reported.get(key) ?? 0)
+        if (label === null) this.inc(grew)
+        else this.inc({ [label]: key }, grew)
+        reported.set(key, now[key])
       }
-    },
-  })
-  let errors = 0
-  new Counter({
-    name: 'kns_ledger_watch_errors_total',
-    help: 'Reads of the ledger feed (or applications of an event) that failed and will be retried',
-    registers: [registry],
-    collect() {
-      this.inc(watcher.counts.errors - errors)
-      errors = watcher.counts.errors
-    },
-  })
-  let expired = 0
-  new Counter({
-    name: 'kns_approvals_expired_total',
-    help: 'Approvals this process marked expired (each with its approval.expired event)',
-    registers: [registry],
-    collect() {
-      this.inc(events.sweeper.expired - expired)
-      expired = events.sweeper.expired
     },
   })
 }

@@ -175,6 +175,21 @@ describe('webhook deliveries', () => {
   })
 })
 
+describe('observability', () => {
+  test('/metrics counts deliveries and expiries; /readyz reports the watcher and stays ready', async () => {
+    const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body
+    const value = (line: RegExp) => Number(line.exec(metrics)?.[1] ?? Number.NaN)
+    assert.ok(value(/^kns_webhook_deliveries_total\{result="delivered"\} (\d+)/m) >= 5, metrics)
+    assert.ok(value(/^kns_webhook_deliveries_total\{result="retried"\} (\d+)/m) >= 2)
+    assert.ok(value(/^kns_approvals_expired_total (\d+)/m) >= 1)
+    assert.ok(value(/^kns_webhook_oldest_pending_age_seconds (\S+)/m) < 5, 'nothing left waiting')
+    assert.match(metrics, /^kns_ledger_watch_lag_seconds \S+/m)
+    const ready = await h.app.inject({ method: 'GET', url: '/readyz' })
+    assert.equal(ready.statusCode, 200)
+    assert.match(ready.json().watcher, /^watching/)
+  })
+})
+
 async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await condition())) {
