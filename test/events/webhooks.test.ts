@@ -133,6 +133,32 @@ describe('webhook deliveries', () => {
     assert.equal(receiver.received.length, 3, 'nothing after the 2xx')
   })
 
+  test('an endpoint that is down (connection refused) for a while gets the event once it is back', async () => {
+    const down = await startWebhookReceiver('/down')
+    const port = Number(new URL(down.url).port)
+    const secret = await subscribe(down.url, keyId)
+    await down.close()
+    const { ref } = await pendingApproval()
+    await cancelApproval(h.service.db, ref)
+    await waitUntil(async () => {
+      const [d] = await h.service.db.all<{ attempts: number }>(
+        `SELECT d.attempts FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE s.url = $1 AND d.approval_number = $2`, [down.url, ref])
+      return (d?.attempts ?? 0) >= 2
+    })
+    const back = await startWebhookReceiver('/down', port)
+    try {
+      back.secret = secret
+      const [delivery] = await back.waitFor(1)
+      assert.equal(delivery!.verifyError, null)
+      assert.equal((delivery!.verified!.data as { approvalNumber: string }).approvalNumber, ref)
+    } finally {
+      await back.close()
+      const sub = await h.service.db.get<{ id: string }>('SELECT id FROM webhook_subscriptions WHERE url = $1', [down.url])
+      await removeSubscription(h.service.db, sub!.id)
+    }
+    await receiver.waitFor(1)
+  })
+
   test('a removed subscription hears nothing more; a replay sends the same event again', async () => {
     const { ref } = await pendingApproval()
     await cancelApproval(h.service.db, ref)

@@ -29,7 +29,7 @@ export interface WebhookReceiver {
   close(): Promise<void>
 }
 
-export async function startWebhookReceiver(path = '/hooks/kns'): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(path = '/hooks/kns', port = 0): Promise<WebhookReceiver> {
   const waiters: Array<() => void> = []
   const receiver: WebhookReceiver = {
     url: '',
@@ -75,7 +75,7 @@ export async function startWebhookReceiver(path = '/hooks/kns'): Promise<Webhook
       receiver.respond(delivery, res)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`
   return receiver
 }
