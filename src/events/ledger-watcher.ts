@@ -157,6 +157,9 @@ export class LedgerWatcher {
     const ctx: VerifyTransactionContext = { db: this.#db, ledger: this.#ledger, approvalNumber: ref, digest: event.digest, now }
     const outcome = await runChecks(VERIFY_TRANSACTION, ctx)
     if (outcome.ok) return 'approved'
+    // The feed has just named this transaction: "not found" is the ledger's read side lagging
+    // behind its own feed (replicas), not a verdict. Read the event again later.
+    if (outcome.code === 'TRANSACTION_NOT_FOUND') throw new LedgerUnavailableError(`the ledger listed an event of transaction ${event.digest} but does not find the transaction yet`)
     await this.#db.run(`INSERT INTO ledger_watch_rejections (source, digest, event_index, approval_number, code, reason, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (source, digest, event_index) DO NOTHING`,
     [this.source, event.digest, event.index, ref, outcome.code, outcome.message.slice(0, 500), now])

@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Service } from '../service.ts'
 import { registerErrorHandling } from './errors.ts'
 import { useJsonParser } from './json-body.ts'
-import { requireHost, transportOptions } from './transport.ts'
+import { requireHost, trackRouteGuards, transportOptions, type GuardOf } from './transport.ts'
 import { registerObservability } from './observability.ts'
 import { registerOpenApi } from './openapi.ts'
 import { approvalRoutes } from './routes/approvals.ts'
@@ -49,8 +49,9 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
     return503OnClosing: true,
-    ...transportOptions(service.config),
+    ...transportOptions(service.config, (path, method) => guardOf(path, method)),
   })
+  const guardOf: GuardOf = trackRouteGuards(app)
   app.addHook('onRequest', requireHost)
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain')

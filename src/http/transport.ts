@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest, FastifyReply, FastifyServerOptions } from 'fastify'
-import { HeadersTooLargeError, KnsError, MethodNotAllowedError, RequestTimeoutError, ValidationError } from '../errors.ts'
+import { HeadersTooLargeError, KnsError, MethodNotAllowedError, RateLimitedError, RequestTimeoutError, ValidationError } from '../errors.ts'
 import { errorBody } from './error-body.ts'
 
 export interface TransportLimits {
@@ -43,8 +43,15 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   else socket.destroy()
 }
 
+/**
+ * The guard (onRequest hooks) of the route whose pattern an undecodable URL still matches
+ * (`/api/v1/admin/webhooks/whk_...%ZZ`), so that its key is checked before its URL is judged:
+ * a caller without a valid key learns nothing about what the route accepts.
+ */
+export type GuardOf = (path: string, method: string) => ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined
+
 /** Fastify-level server options for the transport (merged into the app's). */
-export function transportOptions(limits: TransportLimits): Partial<FastifyServerOptions> {
+export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () => undefined): Partial<FastifyServerOptions> {
   return {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -58,8 +65,15 @@ export function transportOptions(limits: TransportLimits): Partial<FastifyServer
     frameworkErrors: (err: Error, request: FastifyRequest, reply: FastifyReply) => {
       // FST_ERR_BAD_URL and the like: the URL could not be decoded. No route matched, so the
       // app's error handler is not in reach: the body is written here.
-      reply.status(400).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
-        .send(JSON.stringify(errorBody('INVALID_REQUEST', `the request URL is malformed (${err.message})`, String(request.id))))
+      const send = (failure: KnsError) => {
+        reply.status(failure.status).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
+        if (failure instanceof RateLimitedError) reply.header('retry-after', String(failure.retryAfterS))
+        reply.send(JSON.stringify(errorBody(failure.code, failure.message, String(request.id))))
+      }
+      const malformed = new ValidationError(`the request URL is malformed (${err.message})`)
+      const guard = guardOf((request.raw.url ?? '').split('?', 1)[0]!, request.method)
+      if (guard === undefined) return send(malformed)
+      guard(request, reply).then(() => send(malformed), (refused: unknown) => send(refused instanceof KnsError ? refused : malformed))
     },
   } as Partial<FastifyServerOptions>
 }
@@ -72,6 +86,23 @@ function patternOf(url: string): RegExp {
     return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   }).join('/')
   return new RegExp(`^${escaped}$`)
+}
+
+/**
+ * Records every route's guard (its onRequest hooks), by pattern and method, for GuardOf.
+ * Returns the lookup; routes registered later are found too.
+ */
+export function trackRouteGuards(app: FastifyInstance): GuardOf {
+  const guards: Array<{ pattern: RegExp; methods: Set<string>; hooks: Array<(request: FastifyRequest, reply: FastifyReply) => Promise<void>> }> = []
+  app.addHook('onRoute', (route) => {
+    const hooks = [route.onRequest ?? []].flat() as unknown as Array<(request: FastifyRequest, reply: FastifyReply) => Promise<void>>
+    if (hooks.length > 0) guards.push({ pattern: patternOf(route.url), methods: new Set([route.method].flat()), hooks })
+  })
+  return (path, method) => {
+    const found = guards.find((g) => g.methods.has(method) && g.pattern.test(path))
+    if (found === undefined) return undefined
+    return async (request, reply) => { for (const hook of found.hooks) await hook(request, reply) }
+  }
 }
 
 /**

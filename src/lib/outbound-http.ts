@@ -54,13 +54,14 @@ for (const [net, prefix] of [
 for (const [net, prefix] of [
   // Not ::ffff:0:0/96 or 64:ff9b::/96 here: BlockList would apply them to every IPv4 address;
   // the IPv4 inside such an address is checked as IPv4 instead (embeddedIpv4).
-  ['::', 128], ['::1', 128], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
+  // ::/96: the deprecated IPv4-compatible form (::a.b.c.d), which includes :: and ::1.
+  ['::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
   ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) BLOCKED.addSubnet(net, prefix, 'ipv6')
 
-/** The IPv4 address inside an IPv4-mapped (::ffff:0:0/96) or NAT64 (64:ff9b::/96) address, else null. */
+/** The IPv4 address inside an IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96) or NAT64 (64:ff9b::/96) address, else null. */
 function embeddedIpv4(address: string): string | null {
-  const match = /^(?:::ffff:|::ffff:0:|64:ff9b::)(.+)$/i.exec(address.toLowerCase())
+  const match = /^(?:::ffff:0:|::ffff:|64:ff9b::)(.+)$/i.exec(address.toLowerCase())
   if (match === null) return null
   const tail = match[1]!
   if (isIP(tail) === 4) return tail

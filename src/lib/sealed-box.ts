@@ -23,7 +23,7 @@ export class SealedBox {
   open(sealed: string): string {
     const [version, iv, tag, data] = sealed.split('.')
     if (version !== 'v1' || iv === undefined || tag === undefined || data === undefined) throw new Error('not a sealed value')
-    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'))
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'), { authTagLength: 16 })
     decipher.setAuthTag(Buffer.from(tag, 'base64url'))
     return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8')
   }

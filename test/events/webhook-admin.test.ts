@@ -72,6 +72,14 @@ describe('admin routes', () => {
     assertError(await call('POST', '/api/v1/admin/webhooks', { keyId: vendorKeyId, url: 'https://hooks.example.com/', events: ['approval.nope'] }), 400, 'INVALID_REQUEST')
     assertError(await call('POST', '/api/v1/admin/webhooks', { keyId: vendorKeyId, url: 'ftp://hooks.example.com/' }), 400, 'INVALID_REQUEST', 'url')
   })
+
+
+  test('an undecodable id in the path: the key is checked first (401 without one), then the URL (400)', async () => {
+    const url = `/api/v1/admin/webhooks/whk_${'0'.repeat(24)}%ZZ`
+    assertError(await h.app.inject({ method: 'DELETE', url }), 401, 'UNAUTHORIZED')
+    assertError(await call('DELETE', url, undefined, await h.key({ scopes: ['approvals'], vendor: 'Nobody' })), 403, 'FORBIDDEN')
+    assertError(await call('DELETE', url), 400, 'INVALID_REQUEST')
+  })
 })
 
 describe('kns webhook (CLI)', () => {

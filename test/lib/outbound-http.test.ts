@@ -45,7 +45,7 @@ const post = { method: 'POST', headers: { 'content-type': 'application/json' }, 
 describe('which addresses are public', () => {
   test('private, loopback, link-local (metadata), shared, reserved, mapped and NAT64 forms are not', () => {
     for (const address of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
-      '255.255.255.255', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a9fe:a9fe', 'not an ip']) {
+      '255.255.255.255', '::1', '::', '::127.0.0.1', '::ffff:0:7f00:1', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a9fe:a9fe', 'not an ip']) {
       assert.equal(isPublicAddress(address), false, address)
     }
     for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(isPublicAddress(address), true, address)

@@ -63,10 +63,23 @@ const WAIT_S = 50
  * held open instead of polling.
  */
 export async function waitForDecision(ref: string, seconds: number, signal?: AbortSignal): Promise<Details> {
-  const wait = Math.max(0, Math.min(WAIT_S, Math.ceil(seconds)))
+  const wait = Math.max(1, Math.min(WAIT_S, Math.ceil(seconds)))
   const options = { timeoutMs: (wait + 15) * 1000, ...(signal === undefined ? {} : { signal }) }
-  return (await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}&wait=${wait}`, options)).body
+  const started = Date.now()
+  const body = (await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}&wait=${wait}`, options)).body
+  // Still pending long before the wait was up: the server did not hold the request (WAIT_MAX_S=0,
+  // too many waiting, shutting down). Pause before the next one, longer each time it happens.
+  if (body.status === 'pending' && Date.now() - started < Math.min(wait * 1000, 1000) / 2) {
+    early = Math.min(early + 1, 5)
+    await new Promise((resolve) => setTimeout(resolve, 1000 * 2 ** early))
+  } else {
+    early = 0
+  }
+  return body
 }
+
+/** Answers in a row that came back early (the pause after the next one doubles, up to 32 s). */
+let early = 0
 
 /** How long the page waits for Sui's indexer (and the watcher) to see a transaction the wallet executed. */
 const INDEXER_PATIENCE_MS = 30_000

@@ -21,6 +21,8 @@ export const MAX_RESPONSE_BYTES = 4096
  *    name may resolve elsewhere later, and the schedule gives up in a day anyway.
  */
 export async function attemptDelivery(delivery: ClaimedDelivery, box: SealedBox, outbound: OutboundOptions, now: () => number): Promise<AttemptOutcome> {
+  // Queued by a decision that committed as its subscription was being removed: not sent.
+  if (delivery.removed) return { delivered: false, status: null, error: 'subscription removed', retry: false }
   let secret: string
   try {
     secret = box.open(delivery.secretSealed)

@@ -6,6 +6,10 @@ import { queueDeliveries, TEST_EVENT_TYPE, type EventType } from '../outbox.ts'
 /** A delivery claimed for one attempt: everything the attempt needs. */
 export interface ClaimedDelivery {
   id: number
+  /** This claim's token: the outcome is recorded only while it still holds. */
+  claim: string
+  /** The subscription was removed after this delivery was queued (a removal racing a decision). */
+  removed: boolean
   eventId: string
   subscriptionId: string
   url: string
@@ -55,14 +59,14 @@ export async function claimDue(db: Database, now: number, limit: number, leaseMs
       ORDER BY d.next_attempt_at, d.id LIMIT $4 ${skipLocked})`,
   only === undefined ? [claim, now + leaseMs, now, limit] : [claim, now + leaseMs, now, limit, only])
   if (claimed === 0) return []
-  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number }>(
-    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at
+  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number; removed_at: number | null }>(
+    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at, s.removed_at
      FROM webhook_deliveries d
      JOIN webhook_subscriptions s ON s.id = d.subscription_id
      JOIN approval_events e ON e.event_id = d.event_id
      WHERE d.claim = $1 ORDER BY d.id`, [claim])
   return rows.map((r) => ({
-    id: Number(r.id), eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed,
+    id: Number(r.id), claim, removed: r.removed_at !== null, eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed,
     body: r.body, attempts: Number(r.attempts), createdAt: Number(r.created_at),
   }))
 }
@@ -73,15 +77,19 @@ export async function markDelivered(db: Executor, id: number, status: number, no
     claim = NULL, locked_until = NULL WHERE id = $3 AND state = 'pending'`, [status, now, id])
 }
 
-/** An attempt failed: retry at `retryAt`, or give up when it is null. */
-export async function markAttemptFailed(db: Executor, id: number, outcome: { status: number | null; error: string }, now: number, retryAt: number | null): Promise<void> {
+/**
+ * An attempt failed: retry at `retryAt`, or give up when it is null. Only under the attempt's
+ * own claim: an attempt that outlived its lease must not release (or reschedule) the claim of
+ * the process that took the delivery over and may be sending it now.
+ */
+export async function markAttemptFailed(db: Executor, delivery: { id: number; claim: string }, outcome: { status: number | null; error: string }, now: number, retryAt: number | null): Promise<void> {
   if (retryAt === null) {
     await db.run(`UPDATE webhook_deliveries SET state = 'failed', last_status = $1, last_error = $2, finished_at = $3,
-      claim = NULL, locked_until = NULL WHERE id = $4 AND state = 'pending'`, [outcome.status, outcome.error, now, id])
+      claim = NULL, locked_until = NULL WHERE id = $4 AND state = 'pending' AND claim = $5`, [outcome.status, outcome.error, now, delivery.id, delivery.claim])
     return
   }
   await db.run(`UPDATE webhook_deliveries SET last_status = $1, last_error = $2, next_attempt_at = $3,
-    claim = NULL, locked_until = NULL WHERE id = $4 AND state = 'pending'`, [outcome.status, outcome.error, retryAt, id])
+    claim = NULL, locked_until = NULL WHERE id = $4 AND state = 'pending' AND claim = $5`, [outcome.status, outcome.error, retryAt, delivery.id, delivery.claim])
 }
 
 interface RecordRow {

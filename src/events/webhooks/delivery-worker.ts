@@ -110,7 +110,7 @@ export class DeliveryWorker {
       return outcome
     }
     const retryAt = outcome.retry ? nextAttemptAt(delivery.attempts, delivery.createdAt, now, this.#options.retry) : null
-    await markAttemptFailed(this.#db, delivery.id, { status: outcome.status, error: outcome.error }, now, retryAt)
+    await markAttemptFailed(this.#db, delivery, { status: outcome.status, error: outcome.error }, now, retryAt)
     if (retryAt === null) this.counts.failed++
     else this.counts.retried++
     return outcome
