@@ -57,6 +57,15 @@ export interface Config {
   idMapTableId: string
   /** The longest `transaction_details?wait=` honoured, in seconds (a longer one is shortened to it). */
   waitMaxS: number
+  /** CALLER_TRUST: where a call's key may come from, in the order tried. */
+  callerTrust: Array<'ledger' | 'x5u'>
+  /** STI_TRUST_ANCHORS: PEM file or directory of STI-CA roots (besides `kns shaken trust add`). */
+  stiTrustAnchors: string | undefined
+  /** STI_CRL: revocation checking of x5u leaves. */
+  stiCrl: 'off' | 'soft' | 'hard'
+  /** x5u (and CRL) URLs may be http / reach private addresses: development and tests only. */
+  x5uAllowHttp: boolean
+  x5uAllowPrivate: boolean
   /** How often the ledger watcher reads the ledger's ApprovalEvents once it has read them all (ms). */
   ledgerWatchIntervalMs: number
   /** Webhook URLs may be http and reach private/loopback addresses: development and tests only. */
@@ -97,6 +106,16 @@ export interface Config {
 type Env = Record<string, string | undefined>
 
 const OBJECT_ID = /^0x[0-9a-fA-F]{64}$/
+
+/** CALLER_TRUST: `ledger`, `x5u`, or both in the order tried (default `ledger,x5u`). */
+function trustOrder(env: Env): Array<'ledger' | 'x5u'> {
+  const raw = env.CALLER_TRUST || 'ledger,x5u'
+  const names = raw.split(',').map((n) => n.trim())
+  if (names.length === 0 || names.length > 2 || new Set(names).size !== names.length || !names.every((n) => n === 'ledger' || n === 'x5u')) {
+    throw new ConfigError(`CALLER_TRUST must be ledger, x5u, or both in order (e.g. ledger,x5u); got ${JSON.stringify(raw)}`)
+  }
+  return names as Array<'ledger' | 'x5u'>
+}
 
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name]
@@ -183,6 +202,11 @@ export function loadConfig(env: Env = process.env): Config {
     ledgerTimeoutMs: int(env, 'LEDGER_TIMEOUT_MS', 10_000, 100, 120_000),
     waitMaxS: int(env, 'WAIT_MAX_S', 60, 0, 60),
     ledgerWatchIntervalMs: int(env, 'LEDGER_WATCH_INTERVAL_MS', 1000, 50, 600_000),
+    callerTrust: trustOrder(env),
+    stiTrustAnchors: env.STI_TRUST_ANCHORS || undefined,
+    stiCrl: oneOf(env, 'STI_CRL', ['off', 'soft', 'hard'] as const, 'soft'),
+    x5uAllowHttp: oneOf(env, 'X5U_ALLOW_HTTP', ['true', 'false'] as const, 'false') === 'true',
+    x5uAllowPrivate: oneOf(env, 'X5U_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 5000, 10, 3_600_000),

@@ -6,6 +6,7 @@ import { MIGRATIONS } from './migrations.ts'
 import { openDatabase } from './db/open.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
+import { CertificateTrust } from './caller/shaken/certificate-trust.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
 import { PhoneLinks } from './identity/phone-links.ts'
 import { DecisionWaiters } from './approvals/decision-waiters.ts'
@@ -28,6 +29,8 @@ export interface Service {
   apiKeys: ApiKeyAuthenticator
   /** Caller verification's number -> keys cache. */
   keyDirectory: KeyDirectory
+  /** Caller verification's certificate side (x5u, trust anchors, CRLs). */
+  certificateTrust: CertificateTrust
   /** Phone number -> token link, cached for approvals (see PhoneLinks). */
   phoneLinks: PhoneLinks
   /** `transaction_details?wait=`: requests waiting for a decision, woken by the change signal. */
@@ -99,6 +102,8 @@ export interface OpenOptions {
   watchChanges?: boolean
   /** A server (the default) or a one-shot tool: see resolvePublicBaseUrl. */
   role?: 'server' | 'tool'
+  /** Extra TLS roots for fetching x5u certificates and CRLs (tests' own PKI). */
+  x5uTlsCa?: string
   /**
    * May this process generate the server secret and pin it (a server, or `kns seed`; default:
    * servers only)? A one-off command verifies against the pin and never chooses the secret.
@@ -123,6 +128,16 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       ttlMs: ledger.kind === 'sui' ? config.ledgerCacheTtlS * 1000 : changes === null ? 0 : LOCAL_KEY_CACHE_TTL_MS,
     })
     const phoneLinks = new PhoneLinks(db)
+    let certificateTrust: CertificateTrust
+    try {
+      certificateTrust = new CertificateTrust(db, {
+        order: config.callerTrust, crlMode: config.stiCrl, allowHttp: config.x5uAllowHttp, allowPrivate: config.x5uAllowPrivate,
+        ...(config.stiTrustAnchors === undefined ? {} : { anchorsPath: config.stiTrustAnchors }),
+        ...(options.x5uTlsCa === undefined ? {} : { tlsCa: options.x5uTlsCa }),
+      })
+    } catch (err) {
+      throw new ConfigError(err instanceof Error ? err.message : String(err))
+    }
     const decisionWaiters = new DecisionWaiters()
     const secret = (): Buffer => {
       if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
@@ -133,12 +148,13 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       changes.on('change', (topic) => { if (topic === APPROVAL_TOPIC) events.decided() })
       keyDirectory.subscribe(changes)
       phoneLinks.subscribe(changes)
+      certificateTrust.anchors.subscribe(changes)
       decisionWaiters.subscribe(changes)
       if (ledger instanceof LocalLedger) ledger.subscribe(changes)
       await changes.start()
     }
     return {
-      config, db, ledger, rateLimiter, keyDirectory, phoneLinks, decisionWaiters, events, warnings,
+      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, phoneLinks, decisionWaiters, events, warnings,
       get secret(): Buffer {
         return secret()
       },

@@ -68,9 +68,12 @@ export interface Harness {
  * A service and its app on a fresh database; `ledger` replaces the configured one (e.g. a
  * SuiLedger on the GraphQL stub); `events` starts what a server runs in the background.
  */
-export async function startHarness(extraEnv: Record<string, string> = {}, options: { ledger?: Ledger; events?: boolean } = {}): Promise<Harness> {
+export async function startHarness(extraEnv: Record<string, string> = {}, options: { ledger?: Ledger; events?: boolean; x5uTlsCa?: string } = {}): Promise<Harness> {
   const fresh = await freshDatabaseEnv(extraEnv)
-  const service = await openService(fresh.config, options.ledger === undefined ? {} : { ledger: options.ledger })
+  const service = await openService(fresh.config, {
+    ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
+    ...(options.x5uTlsCa === undefined ? {} : { x5uTlsCa: options.x5uTlsCa }),
+  })
   // The background work of a server (ledger watcher, expiry sweeper, webhook deliveries).
   if (options.events === true) service.events.start()
   const app = await buildApp(service, { logger: false })

@@ -1,21 +1,11 @@
-import { check, CheckFailed, runChecks, type Check, type StepReport } from '../lib/checks.ts'
+import { check, CheckFailed, NOT_APPLICABLE, runChecks, type Check, type StepReport } from '../lib/checks.ts'
 import { verifyEs256 } from '../lib/es256.ts'
 import { canonicalPhone } from '../identity/phone.ts'
-import type { KeyDirectory, SigningKey } from './key-directory.ts'
+import type { CallContext } from './call-context.ts'
 import { decodeCompactJws, JwsFormatError, tnDigits, type DecodedJws } from './passport.ts'
+import { checkCertificateChain, checkRevocationStep, checkTnAuthorization, fetchCertificate } from './shaken/x5u-checks.ts'
 
-export interface CallContext {
-  directory: KeyDirectory
-  origTN: string
-  destTN: string
-  jwt: string
-  /** Seconds; 0 = no age check. */
-  maxAgeS: number
-  nowS: number
-  jws?: DecodedJws
-  kid?: string
-  candidates?: SigningKey[]
-}
+export type { CallContext }
 
 /** Header parameters this verifier understands when listed in `crit` (RFC 8225 PASSporT). */
 const UNDERSTOOD_CRITICAL = new Set(['ppt'])
@@ -57,7 +47,12 @@ export const checkHeader = check<CallContext>('check_header', (ctx) => {
   const named = 'kid' in header || 'keyid' in header
   if (named && (typeof kid !== 'string' || kid === '' || kid.length > 256)) throw new CheckFailed('BAD_KID', 'kid must be a non-empty string')
   if (named) ctx.kid = kid as string
-  return ctx.kid === undefined ? 'no kid' : `kid ${ctx.kid}`
+  if ('x5u' in header) {
+    if (typeof header.x5u !== 'string' || header.x5u === '' || header.x5u.length > 2048) throw new CheckFailed('BAD_X5U', 'x5u must be a URL string')
+    ctx.x5u = header.x5u
+  }
+  const names = [ctx.kid === undefined ? 'no kid' : `kid ${ctx.kid}`, ...(ctx.x5u === undefined ? [] : [`x5u ${ctx.x5u}`])]
+  return names.join(', ')
 })
 
 /** The PASSporT is about this call (orig, dest), attested, identified and fresh. */
@@ -73,6 +68,7 @@ export const checkClaims = check<CallContext>('check_claims', (ctx) => {
   if (att !== undefined && attest !== undefined && att !== attest) throw new CheckFailed('BAD_ATTESTATION', 'att and attest disagree')
   const attestation = att ?? attest
   if (attestation !== 'A' && attestation !== 'B' && attestation !== 'C') throw new CheckFailed('BAD_ATTESTATION', 'attestation (att or attest) must be A, B or C')
+  ctx.attestation = attestation
   if (typeof payload.origid !== 'string' || payload.origid === '') throw new CheckFailed('MISSING_ORIGID', 'origid must be a non-empty string')
   const iat = payload.iat
   if (typeof iat !== 'number' || !Number.isSafeInteger(iat)) throw new CheckFailed('BAD_IAT', 'iat must be an integer (seconds)')
@@ -81,19 +77,39 @@ export const checkClaims = check<CallContext>('check_claims', (ctx) => {
   return `attestation ${attestation}`
 })
 
-/** origTN -> token -> linked keystores -> unrevoked keys; the one named by kid, or each in turn. */
+/** Ledger misses after which a PASSporT that also names an x5u is tried with its certificate. */
+const LEDGER_MISSES = new Set(['NO_TOKEN', 'NO_REGISTRY', 'KEY_NOT_FOUND'])
+
+/**
+ * The ledger as a trust source: origTN -> token -> linked keystores -> unrevoked keys; the one
+ * named by kid, or each in turn. It applies when CALLER_TRUST lists it, and the PASSporT names
+ * a kid or no x5u, and it comes before x5u in CALLER_TRUST or there is no x5u to try. A ledger
+ * that has no key for the number hands over to x5u when the PASSporT has one.
+ */
 export const resolveKeys = check<CallContext>('resolve_keys', async (ctx) => {
-  const resolution = await ctx.directory.resolve(canonicalPhone(ctx.origTN))
-  if (resolution.tokenId === null) throw new CheckFailed('NO_TOKEN', 'origTN has no number-system token')
-  if (resolution.keystoreIds.length === 0) throw new CheckFailed('NO_REGISTRY', 'no certificate registry is linked to origTN')
-  if (ctx.kid !== undefined) {
-    const key = resolution.keys.find((k) => k.keyId === ctx.kid)
-    if (key === undefined) throw new CheckFailed('KEY_NOT_FOUND', `no unrevoked key ${ctx.kid} in the registries linked to origTN`)
-    ctx.candidates = [key]
-  } else {
-    if (resolution.keys.length === 0) throw new CheckFailed('KEY_NOT_FOUND', 'the registries linked to origTN hold no unrevoked key')
-    ctx.candidates = resolution.keys.slice(0, MAX_KEYS_WITHOUT_KID)
+  const order = ctx.trustOrder ?? ['ledger']
+  const x5uUsable = ctx.x5u !== undefined && order.includes('x5u')
+  if (!order.includes('ledger')) return NOT_APPLICABLE
+  // An x5u and no kid: the PASSporT says where its key is.
+  if (ctx.kid === undefined && x5uUsable) return NOT_APPLICABLE
+  if (x5uUsable && order.indexOf('x5u') < order.indexOf('ledger')) return NOT_APPLICABLE
+  try {
+    const resolution = await ctx.directory.resolve(canonicalPhone(ctx.origTN))
+    if (resolution.tokenId === null) throw new CheckFailed('NO_TOKEN', 'origTN has no number-system token')
+    if (resolution.keystoreIds.length === 0) throw new CheckFailed('NO_REGISTRY', 'no certificate registry is linked to origTN')
+    if (ctx.kid !== undefined) {
+      const key = resolution.keys.find((k) => k.keyId === ctx.kid)
+      if (key === undefined) throw new CheckFailed('KEY_NOT_FOUND', `no unrevoked key ${ctx.kid} in the registries linked to origTN`)
+      ctx.candidates = [key]
+    } else {
+      if (resolution.keys.length === 0) throw new CheckFailed('KEY_NOT_FOUND', 'the registries linked to origTN hold no unrevoked key')
+      ctx.candidates = resolution.keys.slice(0, MAX_KEYS_WITHOUT_KID)
+    }
+  } catch (err) {
+    if (err instanceof CheckFailed && x5uUsable && LEDGER_MISSES.has(err.code)) return `${err.code}: ${err.message}; trying x5u`
+    throw err
   }
+  ctx.trust = 'ledger'
   return `${ctx.candidates.length} candidate key(s): ${ctx.candidates.map((k) => k.keyId).join(', ')}`
 })
 
@@ -109,18 +125,38 @@ export const verifySignature = check<CallContext>('verify_signature', async (ctx
   for (const candidate of ctx.candidates!) {
     if (await verifyEs256(candidate.key, data, signature)) return `verified with key ${candidate.keyId}`
   }
-  throw new CheckFailed('BAD_SIGNATURE', 'signature does not verify with the linked key(s)')
+  throw new CheckFailed('BAD_SIGNATURE', ctx.trust === 'x5u' ? 'signature does not verify with the x5u certificate\'s key' : 'signature does not verify with the linked key(s)')
 })
 
-export const VERIFY_CALL: readonly Check<CallContext>[] = [checkJwsFormat, checkHeader, checkClaims, resolveKeys, verifySignature]
+/** The checklist: the PASSporT itself, then its key from the ledger or from its x5u certificate, then the signature. */
+export const VERIFY_CALL: readonly Check<CallContext>[] = [
+  checkJwsFormat, checkHeader, checkClaims,
+  resolveKeys,
+  fetchCertificate, checkCertificateChain, checkTnAuthorization, checkRevocationStep,
+  verifySignature,
+]
 
 export interface CallVerdict {
   success: boolean
   reason?: string
+  /** The failed check's code. */
+  code?: string
   steps: StepReport[]
+  attestation?: 'A' | 'B' | 'C'
+  trust?: 'ledger' | 'x5u'
+  /** x5u: the leaf's service provider code, when its TNAuthList has one, and its subject. */
+  spc?: string
+  subject?: string
 }
 
 export async function verifyCall(ctx: CallContext): Promise<CallVerdict> {
   const outcome = await runChecks(VERIFY_CALL, ctx)
-  return outcome.ok ? { success: true, steps: outcome.steps } : { success: false, reason: `${outcome.code}: ${outcome.message}`, steps: outcome.steps }
+  if (!outcome.ok) return { success: false, reason: `${outcome.code}: ${outcome.message}`, code: outcome.code, steps: outcome.steps }
+  return {
+    success: true, steps: outcome.steps,
+    ...(ctx.attestation === undefined ? {} : { attestation: ctx.attestation }),
+    ...(ctx.trust === undefined ? {} : { trust: ctx.trust }),
+    ...(ctx.spc === undefined ? {} : { spc: ctx.spc }),
+    ...(ctx.subject === undefined ? {} : { subject: ctx.subject }),
+  }
 }

@@ -131,6 +131,10 @@ export const CallVerificationRequest = Type.Object({
 
 export const CallVerificationResponse = Type.Object({
   success: Type.Boolean(),
+  attestation: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'on success: the attestation level the PASSporT claims' })),
+  trust: Type.Optional(Type.Union([Type.Literal('ledger'), Type.Literal('x5u')], { description: 'on success: where the verifying key came from (CALLER_TRUST)' })),
+  spc: Type.Optional(Type.String({ description: 'trust x5u: the service provider code in the leaf certificate\'s TNAuthList, when it has one' })),
+  subject: Type.Optional(Type.String({ description: 'trust x5u: the leaf certificate\'s subject' })),
   debug: Type.Optional(Type.Object({
     reason: Type.Optional(Type.String({ description: 'CODE: explanation of the first failing check' })),
     steps: Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),

@@ -41,6 +41,17 @@ export const CALL_FAILURES = {
   KEY_NOT_FOUND: 'no unrevoked key with that kid in the linked keystores (or, without a kid, none of them)',
   BAD_SIGNATURE_FORMAT: 'the signature is not a 64-byte JOSE r||s',
   BAD_SIGNATURE: 'the ES256 signature does not verify',
+  NO_TRUSTED_KEY: 'no trust source of CALLER_TRUST applies: no kid the ledger resolves, and no x5u (or x5u not trusted here)',
+  BAD_X5U: 'x5u is not a string URL',
+  X5U_NOT_ALLOWED: 'x5u is refused before any fetch: not https, or a loopback, private, link-local or metadata address',
+  X5U_FETCH_FAILED: 'the certificate at x5u could not be fetched (unreachable, timeout, not 200, over 64 KiB, or too many redirects)',
+  CERT_INVALID: 'the x5u document is not a PEM or DER certificate that can be read',
+  CERT_KEY_UNSUITABLE: 'the leaf certificate is not a SHAKEN end-entity certificate: CA:TRUE, not an EC P-256 key, or no digitalSignature key usage',
+  CERT_UNTRUSTED: 'the leaf does not chain to a trust anchor (STI_TRUST_ANCHORS, kns shaken trust), or the path is not usable',
+  CERT_EXPIRED: 'a certificate of the path is expired or not yet valid',
+  TN_NOT_AUTHORIZED: 'the leaf has no readable TNAuthList, or its numbers do not cover orig.tn',
+  CERT_REVOKED: 'the leaf certificate is on its issuer\'s CRL',
+  CRL_UNAVAILABLE: 'STI_CRL=hard and no current CRL signed by the leaf\'s issuer could be had',
 } as const
 export type CallFailure = keyof typeof CALL_FAILURES
 

@@ -14,10 +14,13 @@ export class CheckFailed extends Error {
   }
 }
 
+/** Returned by a check that does not apply to this input (another branch of the pipeline): left out of the report. */
+export const NOT_APPLICABLE: unique symbol = Symbol('not applicable')
+
 export interface Check<C> {
   readonly name: string
-  /** Throws CheckFailed to fail; may return a short detail for the step report. */
-  run(ctx: C): Promise<string | void> | string | void
+  /** Throws CheckFailed to fail; may return a short detail for the step report, or NOT_APPLICABLE. */
+  run(ctx: C): Promise<string | void | typeof NOT_APPLICABLE> | string | void | typeof NOT_APPLICABLE
 }
 
 export interface StepReport { name: string; ok: boolean; detail?: string }
@@ -39,6 +42,7 @@ export async function runChecks<C>(checks: readonly Check<C>[], ctx: C): Promise
   for (const step of checks) {
     try {
       const detail = await step.run(ctx)
+      if (detail === NOT_APPLICABLE) continue
       steps.push(detail ? { name: step.name, ok: true, detail } : { name: step.name, ok: true })
     } catch (err) {
       if (!(err instanceof CheckFailed)) throw err

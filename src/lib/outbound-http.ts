@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import http from 'node:http'
 import https from 'node:https'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
+import tls from 'node:tls'
 
 /**
  * The one client for outbound requests to URLs a caller influences (webhook endpoints now;
@@ -12,16 +13,30 @@ import { BlockList, isIP, type LookupFunction } from 'node:net'
  *   lookup (a name that resolved to a public address when the URL was saved and to 127.0.0.1
  *   now is refused: no DNS rebinding), and on literal addresses before connecting;
  * - a deadline for the whole exchange, a cap on the response body, and no redirect followed
- *   (a 3xx is an answer like any other, never a second request).
- * `allowPrivate` lifts the first two rules for development and tests (WEBHOOK_ALLOW_PRIVATE).
+ *   unless the caller allows a few (x5u: 2), each hop checked as the first.
+ * `allowPrivate` and `allowHttp` lift the first two rules for development and tests
+ * (WEBHOOK_ALLOW_PRIVATE, X5U_ALLOW_PRIVATE, X5U_ALLOW_HTTP).
  */
 export interface OutboundOptions {
+  /** Loopback/private/... addresses allowed (development and tests). */
   allowPrivate: boolean
+  /** `http:` URLs allowed besides `https:` (development and tests); default: as allowPrivate. */
+  allowHttp?: boolean
+  /** Redirects followed (each hop checked like the first); default 0: a 3xx is the answer. */
+  maxRedirects?: number
+  /** Extra trusted TLS roots (PEM), e.g. a test PKI's; the system's roots otherwise. */
+  ca?: string
+  /** Deadline of the whole exchange, redirects included. */
   timeoutMs: number
   /** Bytes of the response body kept; the rest is not read (the connection is dropped). */
   maxResponseBytes: number
   /** The resolver (tests give a fake one to exercise the connect-time check). */
   lookup?: typeof dnsLookup
+  /**
+   * Which resolved or literal addresses may be reached; default isPublicAddress. Tests narrow
+   * it (e.g. one loopback address allowed, another not) to watch a redirect hop refused.
+   */
+  addressAllowed?: (address: string) => boolean
 }
 
 export interface OutboundResponse {
@@ -87,19 +102,19 @@ export function isPublicAddress(address: string): boolean {
  * request: an absolute https URL without credentials, and not a literal address that is
  * never allowed. A name is checked when it is resolved, at connect time.
  */
-export function checkOutboundUrl(raw: string, allowPrivate: boolean): URL {
+export function checkOutboundUrl(raw: string, allowPrivate: boolean, allowHttp = allowPrivate, addressAllowed: (address: string) => boolean = isPublicAddress): URL {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
     throw new OutboundRefusedError('URL_NOT_ALLOWED', 'not an absolute URL')
   }
-  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
-    throw new OutboundRefusedError('URL_NOT_ALLOWED', `only https URLs are allowed${allowPrivate ? ' (or http with WEBHOOK_ALLOW_PRIVATE)' : ''}`)
+  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) {
+    throw new OutboundRefusedError('URL_NOT_ALLOWED', 'only https URLs are allowed')
   }
   if (url.username !== '' || url.password !== '') throw new OutboundRefusedError('URL_NOT_ALLOWED', 'URLs with credentials are not allowed')
   const host = literalHost(url)
-  if (!allowPrivate && host !== null && !isPublicAddress(host)) {
+  if (!allowPrivate && host !== null && !addressAllowed(host)) {
     throw new OutboundRefusedError('ADDRESS_NOT_ALLOWED', `${host} is a loopback, private, link-local or reserved address`)
   }
   return url
@@ -112,11 +127,11 @@ function literalHost(url: URL): string | null {
 }
 
 /** A socket lookup that refuses the name when any address it resolves to is not public. */
-function guardedLookup(resolve: typeof dnsLookup): LookupFunction {
+function guardedLookup(resolve: typeof dnsLookup, allowed: (address: string) => boolean): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { all: true, family: options.family ?? 0, hints: options.hints ?? 0 }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0)
-      const refused = addresses.find((a) => !isPublicAddress(a.address))
+      const refused = addresses.find((a) => !allowed(a.address))
       if (refused !== undefined || addresses.length === 0) {
         const error = new OutboundRefusedError('ADDRESS_NOT_ALLOWED',
           refused === undefined ? `${hostname} resolves to no address` : `${hostname} resolves to ${refused.address}, a loopback, private, link-local or reserved address`)
@@ -128,14 +143,58 @@ function guardedLookup(resolve: typeof dnsLookup): LookupFunction {
   }
 }
 
-/** Keep-alive pools: a busy endpoint (hundreds of deliveries a second) reuses its connections. */
-const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) }
+/**
+ * Keep-alive pools: a busy endpoint (hundreds of deliveries a second) reuses its connections.
+ * One per protocol and set of extra roots. A pooled socket only ever reaches an address that
+ * was checked when it connected.
+ */
+const agents = new Map<string, http.Agent>()
+function agentFor(protocol: string, ca: string | undefined): http.Agent {
+  const key = `${protocol}|${ca ?? ''}`
+  let agent = agents.get(key)
+  if (agent === undefined) {
+    agent = protocol === 'https:'
+      ? new https.Agent({ keepAlive: true, maxSockets: 64, ...(ca === undefined ? {} : { ca: [...tls.rootCertificates, ca] }) })
+      : new http.Agent({ keepAlive: true, maxSockets: 64 })
+    agents.set(key, agent)
+  }
+  return agent
+}
 
-/** One request under the rules above. Throws OutboundRefusedError (not sent) or a network/timeout error. */
-export function outboundRequest(
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+
+/**
+ * One request under the rules above; with `maxRedirects`, the redirects it names (each a new
+ * request under the same rules, within the same deadline; 303 turns into GET). Throws
+ * OutboundRefusedError (not sent), or a network or timeout error.
+ */
+export async function outboundRequest(
+  raw: string, init: { method: string; headers: Record<string, string>; body?: string | Buffer }, options: OutboundOptions,
+): Promise<OutboundResponse & { url: string }> {
+  const deadline = Date.now() + options.timeoutMs
+  let url = raw
+  let request = init
+  for (let hop = 0; ; hop++) {
+    const left = deadline - Date.now()
+    if (left <= 0) throw timeoutError(options.timeoutMs)
+    const response = await requestOnce(url, request, { ...options, timeoutMs: left })
+    const location = response.headers.location
+    if (!REDIRECTS.has(response.status) || typeof location !== 'string' || hop >= (options.maxRedirects ?? 0)) return { ...response, url }
+    url = new URL(location, url).href
+    if (response.status === 303) request = { method: 'GET', headers: init.headers }
+  }
+}
+
+function timeoutError(ms: number): Error {
+  const error = new Error(`no complete answer within ${ms} ms`)
+  error.name = 'TimeoutError'
+  return error
+}
+
+function requestOnce(
   raw: string, init: { method: string; headers: Record<string, string>; body?: string | Buffer }, options: OutboundOptions,
 ): Promise<OutboundResponse> {
-  const url = checkOutboundUrl(raw, options.allowPrivate)
+  const url = checkOutboundUrl(raw, options.allowPrivate, options.allowHttp ?? options.allowPrivate, options.addressAllowed)
   const transport = url.protocol === 'https:' ? https : http
   return new Promise<OutboundResponse>((resolve, reject) => {
     let settled = false
@@ -149,8 +208,8 @@ export function outboundRequest(
     const request = transport.request(url, {
       method: init.method,
       headers: init.headers,
-      agent: url.protocol === 'https:' ? agents.https : agents.http,
-      ...(options.allowPrivate ? {} : { lookup: guardedLookup(options.lookup ?? dnsLookup) }),
+      agent: agentFor(url.protocol, options.ca),
+      ...(options.allowPrivate ? {} : { lookup: guardedLookup(options.lookup ?? dnsLookup, options.addressAllowed ?? isPublicAddress) }),
     }, (response) => {
       const chunks: Buffer[] = []
       let size = 0
@@ -175,8 +234,7 @@ export function outboundRequest(
       response.on('error', (error) => finish(error))
     })
     const deadline = setTimeout(() => {
-      const error = new Error(`no complete answer within ${options.timeoutMs} ms`)
-      error.name = 'TimeoutError'
+      const error = timeoutError(options.timeoutMs)
       request.destroy(error)
       finish(error)
     }, options.timeoutMs)

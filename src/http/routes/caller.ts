@@ -30,9 +30,18 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
     },
   }, async (request) => {
     const { origTN, destTN, jwt, debug } = request.body
-    const verdict = await verifyCall({ directory, origTN, destTN, jwt, maxAgeS: config.callMaxAgeS, nowS: Math.floor(Date.now() / 1000) })
-    if (debug !== true) return { success: verdict.success }
-    return { success: verdict.success, debug: verdict.reason === undefined ? { steps: verdict.steps } : { reason: verdict.reason, steps: verdict.steps } }
+    const verdict = await verifyCall({
+      directory, certificates: service.certificateTrust, trustOrder: config.callerTrust,
+      origTN, destTN, jwt, maxAgeS: config.callMaxAgeS, nowS: Math.floor(Date.now() / 1000),
+    })
+    const found = {
+      ...(verdict.attestation === undefined ? {} : { attestation: verdict.attestation }),
+      ...(verdict.trust === undefined ? {} : { trust: verdict.trust }),
+      ...(verdict.spc === undefined ? {} : { spc: verdict.spc }),
+      ...(verdict.subject === undefined ? {} : { subject: verdict.subject }),
+    }
+    if (debug !== true) return { success: verdict.success, ...found }
+    return { success: verdict.success, ...found, debug: verdict.reason === undefined ? { steps: verdict.steps } : { reason: verdict.reason, steps: verdict.steps } }
   })
 
   app.post('/numsys/object-id-lookup', {

@@ -1,0 +1,71 @@
+import type { X509Certificate } from 'node:crypto'
+import type { Executor } from '../../db/engine.ts'
+import type { OutboundOptions } from '../../lib/outbound-http.ts'
+import { validateChain, type ChainFailure, type ValidatedChain } from './chain.ts'
+import { FetchCache } from './fetch-cache.ts'
+import { parseCrl, type CrlMode, type ParsedCrl } from './revocation.ts'
+import { TrustAnchors } from './trust-anchors.ts'
+import { parseCertificates } from './x509.ts'
+
+export type TrustSource = 'ledger' | 'x5u'
+
+export interface CertificateTrustOptions {
+  /** CALLER_TRUST: which sources, in which order. */
+  order: TrustSource[]
+  crlMode: CrlMode
+  /** STI_TRUST_ANCHORS: a PEM file or a directory of them. */
+  anchorsPath?: string
+  allowHttp: boolean
+  allowPrivate: boolean
+  /** Extra TLS roots for fetching x5u and CRLs (tests' own PKI); the system's otherwise. */
+  tlsCa?: string
+}
+
+/** ATIS-1000074 / the issue's bounds for fetching x5u: 3 s, 64 KiB, at most 2 redirects. */
+export const X5U_LIMITS = { timeoutMs: 3000, maxResponseBytes: 64 * 1024, maxRedirects: 2 } as const
+
+/** How long a failed validation is reused: a certificate not yet valid may become so. */
+const FAILED_VALIDATION_MS = 60_000
+
+/**
+ * The certificate side of caller verification: x5u documents and CRLs (fetched through the
+ * guarded client, cached), the STI-CA trust anchors, and path validations, cached per
+ * certificate bundle until the anchors change or a certificate of the path expires, so that a
+ * warm call costs one signature verification, as on the ledger path.
+ */
+export class CertificateTrust {
+  readonly order: TrustSource[]
+  readonly crlMode: CrlMode
+  readonly certificates: FetchCache<X509Certificate[]>
+  readonly crls: FetchCache<ParsedCrl>
+  readonly anchors: TrustAnchors
+  readonly #validations = new WeakMap<X509Certificate[], { version: number; until: number; result: ValidatedChain | ChainFailure }>()
+
+  constructor(db: Executor, options: CertificateTrustOptions) {
+    this.order = options.order
+    this.crlMode = options.crlMode
+    const outbound: OutboundOptions = {
+      ...X5U_LIMITS, allowHttp: options.allowHttp, allowPrivate: options.allowPrivate,
+      ...(options.tlsCa === undefined ? {} : { ca: options.tlsCa }),
+    }
+    this.certificates = new FetchCache((body) => {
+      const certs = parseCertificates(body)
+      if (certs.length > 10) throw new Error('more than 10 certificates')
+      return certs
+    }, { outbound })
+    this.crls = new FetchCache(parseCrl, { outbound: { ...outbound, maxResponseBytes: 1024 * 1024 } })
+    this.anchors = new TrustAnchors(db, options.anchorsPath)
+  }
+
+  /** The bundle's path to a trust anchor at `now` (cached), or why there is none. */
+  async validate(bundle: X509Certificate[], now: number): Promise<ValidatedChain | ChainFailure> {
+    const anchors = await this.anchors.all()
+    const version = this.anchors.version
+    const known = this.#validations.get(bundle)
+    if (known !== undefined && known.version === version && now <= known.until) return known.result
+    const result = validateChain(bundle, anchors, now)
+    const until = 'code' in result ? now + FAILED_VALIDATION_MS : result.validUntil
+    this.#validations.set(bundle, { version, until, result })
+    return result
+  }
+}
