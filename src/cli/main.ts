@@ -15,6 +15,7 @@ import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
 import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
+import { certInfoCommand, shakenCommand, SHAKEN_USAGE } from './shaken-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -43,6 +44,7 @@ Usage: kns <command> [options] [--json]
   registry unlink (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
   passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
+${SHAKEN_USAGE}
 ${WEBHOOK_USAGE}
 ${STATS_USAGE}
 
@@ -139,6 +141,10 @@ export async function main(argv: string[]): Promise<number> {
       return 0
     }
     if (command === 'passport' && sub === 'sign') return await passportCommand(null, sub, args, out)
+    if (command === 'shaken' && sub === 'cert-info') {
+      certInfoCommand(args, out)
+      return 0
+    }
     if (command === 'seed' && args.values.out !== undefined) {
       await seedCommand(null, args, out)
       return 0
@@ -146,7 +152,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
-    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook'].includes(command)) {
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     // Every command below uses the database: say which, and never create one by accident:
@@ -191,6 +197,7 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'stats') await statsCommand(service, sub, args, out)
       else if (command === 'seed') await seedCommand(service, args, out)
       else if (command === 'webhook') await webhookCommand(service, sub, args, out)
+      else if (command === 'shaken') await shakenCommand(service, sub, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

@@ -79,6 +79,37 @@ describe('checked at connect time', () => {
   })
 })
 
+describe('redirects (x5u follows at most 2)', () => {
+  test('a redirect to a refused address is refused before it connects; each hop is checked', async () => {
+    // 127.0.0.1 stands in for a public address here; 127.0.0.2 for the internal one.
+    let internalConnections = 0
+    const internal = createServer((_req, res) => res.end('secret'))
+    internal.on('connection', () => { internalConnections++ })
+    await new Promise<void>((resolve) => internal.listen(0, '127.0.0.2', resolve))
+    const internalUrl = `http://127.0.0.2:${(internal.address() as AddressInfo).port}/latest/meta-data`
+    const redirecting = createServer((_req, res) => res.writeHead(302, { location: internalUrl }).end())
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve))
+    try {
+      const options: OutboundOptions = { allowPrivate: false, allowHttp: true, addressAllowed: (a) => a === '127.0.0.1', maxRedirects: 2, timeoutMs: 2000, maxResponseBytes: 1024 }
+      await assert.rejects(outboundRequest(`http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/cert.pem`, { method: 'GET', headers: {} }, options),
+        (err: unknown) => err instanceof OutboundRefusedError && /127\.0\.0\.2/.test(err.message))
+      assert.equal(internalConnections, 0)
+    } finally {
+      redirecting.closeAllConnections()
+      internal.closeAllConnections()
+      await new Promise((resolve) => redirecting.close(resolve))
+      await new Promise((resolve) => internal.close(resolve))
+    }
+  })
+
+  test('redirects are followed up to the limit, then the 3xx is the answer', async () => {
+    hits.length = 0
+    const followed = await outboundRequest(`http://127.0.0.1:${port}/redirect`, post, { ...lax, maxRedirects: 2 })
+    assert.equal(followed.status, 200)
+    assert.deepEqual(hits, ['/redirect', '/target'])
+  })
+})
+
 describe('answers (WEBHOOK_ALLOW_PRIVATE, against a local server)', () => {
   test('a redirect is an answer, never followed', async () => {
     hits.length = 0

@@ -35,6 +35,11 @@ export class TrustAnchors {
     this.#fromFile = path === undefined ? [] : readAnchorFiles(path)
   }
 
+  /** The anchors read from STI_TRUST_ANCHORS at start. */
+  get fromFile(): readonly X509Certificate[] {
+    return this.#fromFile
+  }
+
   /** Every anchor now (file first). */
   all(): Promise<X509Certificate[]> {
     this.#loaded ??= this.#load().catch((err: unknown) => {
