@@ -4,6 +4,9 @@ import type { CertificateTrust, TrustSource } from './shaken/certificate-trust.t
 import type { ValidatedChain } from './shaken/chain.ts'
 import type { X509Certificate } from 'node:crypto'
 
+/** The SIP Identity header's parts (src/caller/identity-header.ts). */
+export interface IdentityHeader { jws: string; info?: string; alg?: string; ppt?: string }
+
 /** What the call verification checks read and fill in, in order (src/caller/verify-call.ts). */
 export interface CallContext {
   directory: KeyDirectory
@@ -13,7 +16,11 @@ export interface CallContext {
   trustOrder?: TrustSource[]
   origTN: string
   destTN: string
+  /** The PASSporT (from `jwt`, or from the Identity header's JWS). */
   jwt: string
+  /** The SIP Identity header verbatim, when given instead of `jwt`. */
+  identity?: string
+  identityHeader?: IdentityHeader
   /** Seconds; 0 = no age check. */
   maxAgeS: number
   nowS: number

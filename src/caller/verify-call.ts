@@ -4,6 +4,7 @@ import { canonicalPhone } from '../identity/phone.ts'
 import type { CallContext } from './call-context.ts'
 import { decodeCompactJws, JwsFormatError, tnDigits, type DecodedJws } from './passport.ts'
 import { checkCertificateChain, checkRevocationStep, checkTnAuthorization, fetchCertificate } from './shaken/x5u-checks.ts'
+import { checkIdentityParameters, parseIdentity } from './identity-header.ts'
 
 export type { CallContext }
 
@@ -130,7 +131,7 @@ export const verifySignature = check<CallContext>('verify_signature', async (ctx
 
 /** The checklist: the PASSporT itself, then its key from the ledger or from its x5u certificate, then the signature. */
 export const VERIFY_CALL: readonly Check<CallContext>[] = [
-  checkJwsFormat, checkHeader, checkClaims,
+  parseIdentity, checkJwsFormat, checkHeader, checkIdentityParameters, checkClaims,
   resolveKeys,
   fetchCertificate, checkCertificateChain, checkTnAuthorization, checkRevocationStep,
   verifySignature,

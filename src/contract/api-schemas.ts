@@ -125,7 +125,8 @@ export const CallVerificationRequest = Type.Object({
   origTN: E164,
   destTN: E164,
   // The pipeline itself rejects JWTs over 8 KiB (reported in debug); this bound is the transport's.
-  jwt: Type.String({ minLength: 1, maxLength: 16384, description: 'PASSporT (RFC 8225, SHAKEN RFC 8588), compact JWS' }),
+  jwt: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'PASSporT (RFC 8225, SHAKEN RFC 8588), compact JWS; or give `identity`' })),
+  identity: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'extension: the SIP Identity header value verbatim (`<jws>;info=<https://...>;alg=ES256;ppt=shaken`), instead of `jwt`' })),
   debug: Type.Optional(Type.Boolean({ description: 'add a step-by-step report' })),
 })
 
@@ -135,6 +136,9 @@ export const CallVerificationResponse = Type.Object({
   trust: Type.Optional(Type.Union([Type.Literal('ledger'), Type.Literal('x5u')], { description: 'on success: where the verifying key came from (CALLER_TRUST)' })),
   spc: Type.Optional(Type.String({ description: 'trust x5u: the service provider code in the leaf certificate\'s TNAuthList, when it has one' })),
   subject: Type.Optional(Type.String({ description: 'trust x5u: the leaf certificate\'s subject' })),
+  verstat: Type.Union([Type.Literal('TN-Validation-Passed'), Type.Literal('TN-Validation-Failed'), Type.Literal('No-TN-Validation')],
+    { description: 'extension: the verstat a SIP proxy puts in P-Asserted-Identity (ATIS-1000074)' }),
+  sipReason: Type.Optional(Type.String({ description: 'extension, on failure: the RFC 8224 response a proxy would send: 403 Stale Date, 436 Bad Identity Info, 437 Unsupported Credential or 438 Invalid Identity Header' })),
   debug: Type.Optional(Type.Object({
     reason: Type.Optional(Type.String({ description: 'CODE: explanation of the first failing check' })),
     steps: Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
@@ -145,4 +149,22 @@ export const ObjectIdLookupRequest = Type.Object({ phoneNumber: E164 })
 export const ObjectIdLookupResponse = Type.Object({
   objectId: ObjectId,
   registries: Type.Array(ObjectId, { description: 'certificate registries (keystores) linked to the number; [] when none' }),
+})
+
+/** ATIS-1000082 (the STI-VS REST interface SBCs speak): the verification request and answer. */
+const AtisTn = Type.String({ pattern: E164_PATTERN, description: 'telephone number, digits (leading + optional)' })
+export const StirVerificationRequest = Type.Object({
+  verificationRequest: Type.Object({
+    from: Type.Object({ tn: AtisTn }),
+    to: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10, description: 'the called number first' }) }),
+    time: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'when the INVITE arrived, epoch seconds (within 5 minutes of the server clock): the PASSporT\'s freshness is judged at this time' }),
+    identity: Type.String({ minLength: 1, maxLength: 16384, description: 'the SIP Identity header value' }),
+  }),
+})
+export const StirVerificationResponse = Type.Object({
+  verificationResponse: Type.Object({
+    verstat: Type.Union([Type.Literal('TN-Validation-Passed'), Type.Literal('TN-Validation-Failed'), Type.Literal('No-TN-Validation')]),
+    reasoncode: Type.Optional(Type.Integer({ description: 'on failure: the RFC 8224 status code (403, 436, 437, 438)' })),
+    reasontext: Type.Optional(Type.String({ description: 'on failure: its reason phrase' })),
+  }),
 })

@@ -41,6 +41,8 @@ export const CALL_FAILURES = {
   KEY_NOT_FOUND: 'no unrevoked key with that kid in the linked keystores (or, without a kid, none of them)',
   BAD_SIGNATURE_FORMAT: 'the signature is not a 64-byte JOSE r||s',
   BAD_SIGNATURE: 'the ES256 signature does not verify',
+  BAD_IDENTITY_HEADER: 'the SIP Identity header is not `<jws>;info=<uri>;alg=...;ppt=...`, or its alg/ppt disagree with the PASSporT',
+  IDENTITY_INFO_MISMATCH: 'the Identity header\'s info is missing or is not the PASSporT\'s x5u',
   NO_TRUSTED_KEY: 'no trust source of CALLER_TRUST applies: no kid the ledger resolves, and no x5u (or x5u not trusted here)',
   BAD_X5U: 'x5u is not a string URL',
   X5U_NOT_ALLOWED: 'x5u is refused before any fetch: not https, or a loopback, private, link-local or metadata address',

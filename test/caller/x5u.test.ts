@@ -189,3 +189,71 @@ describe('SSRF: x5u is attacker-controlled', () => {
     }
   })
 })
+
+describe('SIP-shaped input and output', () => {
+  const identityOf = (jwt: string, params: string) => `${jwt}${params}`
+
+  async function call(payload: Record<string, unknown>, harness = h, apiKey = key) {
+    return harness.app.inject({ method: 'POST', url: '/numsys/call-signature-verification', headers: { 'x-api-key': apiKey }, payload: { origTN: ORIG, destTN: DEST, ...payload } })
+  }
+
+  test('the Identity header verbatim: verified, TN-Validation-Passed; info, alg and ppt must agree with the PASSporT', async () => {
+    const x5u = `${base}/certs/spc.pem`
+    const jwt = await passport(pki.leaves.spc.key, x5u)
+    const ok = await call({ identity: identityOf(jwt, `;info=<${x5u}>;alg=ES256;ppt="shaken"`) })
+    assert.equal(ok.statusCode, 200, ok.body)
+    assert.equal(ok.json().success, true)
+    assert.equal(ok.json().verstat, 'TN-Validation-Passed')
+    assert.equal(ok.json().sipReason, undefined)
+    const otherInfo = await call({ identity: identityOf(jwt, `;info=<${base}/certs/range.pem>;alg=ES256;ppt=shaken`), debug: true })
+    assert.equal(otherInfo.json().sipReason, '436 Bad Identity Info')
+    assert.match(otherInfo.json().debug.reason, /^IDENTITY_INFO_MISMATCH/)
+    const badAlg = await call({ identity: identityOf(jwt, `;info=<${x5u}>;alg=RS256`), debug: true })
+    assert.equal(badAlg.json().sipReason, '438 Invalid Identity Header')
+    assert.match(badAlg.json().debug.reason, /^BAD_IDENTITY_HEADER/)
+    assert.equal((await call({ identity: identityOf(jwt, ';info=no-brackets') })).json().sipReason, '438 Invalid Identity Header')
+  })
+
+  test('exactly one of jwt and identity', async () => {
+    const jwt = await passport(pki.leaves.spc.key, `${base}/certs/spc.pem`)
+    assert.equal((await call({ jwt, identity: jwt })).statusCode, 400)
+    assert.equal((await call({})).statusCode, 400)
+  })
+
+  test('verstat and the RFC 8224 reason of each kind of failure', async () => {
+    const x5u = `${base}/certs/spc.pem`
+    const stale = await call({ jwt: await passport(pki.leaves.spc.key, x5u, { iat: Math.floor(Date.now() / 1000) - 3600 }) })
+    assert.deepEqual([stale.json().verstat, stale.json().sipReason], ['TN-Validation-Failed', '403 Stale Date'])
+    const untrusted = await call({ jwt: await passport(pki.leaves.untrusted.key, `${base}/certs/untrusted.pem`) })
+    assert.deepEqual([untrusted.json().verstat, untrusted.json().sipReason], ['TN-Validation-Failed', '437 Unsupported Credential'])
+    const missing = await call({ jwt: await passport(pki.leaves.spc.key, `${base}/certs/missing.pem`) })
+    assert.equal(missing.json().sipReason, '436 Bad Identity Info')
+    const forged = await call({ jwt: await passport(pki.leaves.range.key, x5u) })
+    assert.equal(forged.json().sipReason, '438 Invalid Identity Header')
+    const x5uOnly = await startHarness({ CALLER_TRUST: 'x5u' })
+    try {
+      const noX5u = await passport(pki.leaves.spc.key, x5u, {}, { x5u: undefined, kid: 'some-key' })
+      const answer = await call({ jwt: noX5u }, x5uOnly, await x5uOnly.key({ scopes: ['caller'] }))
+      assert.deepEqual([answer.json().verstat, answer.json().sipReason], ['No-TN-Validation', '437 Unsupported Credential'])
+    } finally {
+      await x5uOnly.close()
+    }
+  })
+
+  test('POST /stir/v1/verification (ATIS-1000082): verificationRequest -> verificationResponse', async () => {
+    const x5u = `${base}/certs/spc.pem`
+    const identity = `${await passport(pki.leaves.spc.key, x5u)};info=<${x5u}>;alg=ES256;ppt=shaken`
+    const now = Math.floor(Date.now() / 1000)
+    const ask = (request: Record<string, unknown>, apiKey = key) =>
+      h.app.inject({ method: 'POST', url: '/stir/v1/verification', headers: { 'x-api-key': apiKey }, payload: { verificationRequest: request } })
+    const passed = await ask({ from: { tn: ORIG.slice(1) }, to: { tn: [DEST.slice(1)] }, time: now, identity })
+    assert.equal(passed.statusCode, 200, passed.body)
+    assert.deepEqual(passed.json(), { verificationResponse: { verstat: 'TN-Validation-Passed' } })
+    const failed = await ask({ from: { tn: '12025550199' }, to: { tn: [DEST.slice(1)] }, time: now, identity })
+    assert.deepEqual(failed.json(), { verificationResponse: { verstat: 'TN-Validation-Failed', reasoncode: 438, reasontext: 'Invalid Identity Header' } })
+    assert.equal((await ask({ from: { tn: ORIG }, to: { tn: [DEST] }, time: now - 3600, identity })).statusCode, 400, 'time far from the clock')
+    assert.equal((await ask({ from: { tn: ORIG }, to: { tn: [] }, time: now, identity })).statusCode, 400)
+    const noScope = await h.key({ scopes: ['approvals'] })
+    assert.equal((await ask({ from: { tn: ORIG }, to: { tn: [DEST] }, time: now, identity }, noScope)).statusCode, 403)
+  })
+})

@@ -205,10 +205,15 @@ export function assertNoKeyMaterial(text: string, signers: Signer[] = []): void 
  * PASSporT claims) and `trust: 'ledger'` are checked to be there and set aside.
  */
 export function ledgerVerdict(body: unknown): Record<string, unknown> {
-  const { attestation, trust, ...rest } = body as Record<string, unknown>
+  const { attestation, trust, verstat, sipReason, ...rest } = body as Record<string, unknown>
   if (rest.success === true) {
     assert.ok(attestation === 'A' || attestation === 'B' || attestation === 'C', `attestation ${String(attestation)}`)
     assert.equal(trust, 'ledger')
+    assert.equal(verstat, 'TN-Validation-Passed')
+    assert.equal(sipReason, undefined)
+  } else {
+    assert.ok(verstat === 'TN-Validation-Failed' || verstat === 'No-TN-Validation', `verstat ${String(verstat)}`)
+    assert.match(String(sipReason), /^(403 Stale Date|436 Bad Identity Info|437 Unsupported Credential|438 Invalid Identity Header)$/)
   }
   return rest
 }
@@ -230,13 +235,13 @@ export async function expectVerified(h: Harness, key: string, body: CallBody, si
 }
 
 /**
- * success: false, plain (exactly `{ success: false }`) and with debug: the reason code, the
+ * success: false, plain (exactly `{ success: false }` beside verstat and the SIP reason) and with debug: the reason code, the
  * failing step last and not ok, every earlier step ok and in pipeline order.
  */
 export async function expectRejected(h: Harness, key: string, body: CallBody, code: string, step: StepName, signers: Signer[] = []): Promise<Debug> {
   const plain = await verifyCall(h, key, { ...body, debug: false })
   assert.equal(plain.statusCode, 200, plain.body)
-  assert.deepEqual(plain.json(), { success: false }, plain.body)
+  assert.deepEqual(ledgerVerdict(plain.json()), { success: false }, plain.body)
   const res = await verifyCall(h, key, { ...body, debug: true })
   assert.equal(res.statusCode, 200, res.body)
   const json = res.json() as { success: boolean; debug: Debug }

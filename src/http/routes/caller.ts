@@ -1,12 +1,26 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { verifyCall } from '../../caller/verify-call.ts'
-import { NotFoundError } from '../../errors.ts'
+import { NotFoundError, ValidationError } from '../../errors.ts'
+import { sipReasonOf, verstatOf } from '../../caller/sip-outcome.ts'
 import { canonicalPhone } from '../../identity/phone.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
 import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../../contract/api-schemas.ts'
+
+/** The verification pipeline with this service's trust sources and limits, and what a SIP proxy makes of its verdict. */
+export async function verifyCallFor(service: Service, call: { origTN: string; destTN: string; jwt: string; identity?: string; nowS?: number }) {
+  const verdict = await verifyCall({
+    directory: service.keyDirectory, certificates: service.certificateTrust, trustOrder: service.config.callerTrust,
+    nowS: Math.floor(Date.now() / 1000), ...call, maxAgeS: service.config.callMaxAgeS,
+  })
+  return {
+    ...verdict,
+    verstat: verstatOf(verdict.success, verdict.code),
+    ...(verdict.success || verdict.code === undefined ? {} : { sipReason: sipReasonOf(verdict.code) }),
+  }
+}
 
 export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -29,16 +43,16 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
       response: withErrors({ 200: CallVerificationResponse }),
     },
   }, async (request) => {
-    const { origTN, destTN, jwt, debug } = request.body
-    const verdict = await verifyCall({
-      directory, certificates: service.certificateTrust, trustOrder: config.callerTrust,
-      origTN, destTN, jwt, maxAgeS: config.callMaxAgeS, nowS: Math.floor(Date.now() / 1000),
-    })
+    const { origTN, destTN, jwt, identity, debug } = request.body
+    if ((jwt === undefined) === (identity === undefined)) throw new ValidationError('give exactly one of jwt and identity', { field: 'jwt' })
+    const verdict = await verifyCallFor(service, { origTN, destTN, jwt: jwt ?? '', ...(identity === undefined ? {} : { identity }) })
     const found = {
       ...(verdict.attestation === undefined ? {} : { attestation: verdict.attestation }),
       ...(verdict.trust === undefined ? {} : { trust: verdict.trust }),
       ...(verdict.spc === undefined ? {} : { spc: verdict.spc }),
       ...(verdict.subject === undefined ? {} : { subject: verdict.subject }),
+      verstat: verdict.verstat,
+      ...(verdict.sipReason === undefined ? {} : { sipReason: `${verdict.sipReason.code} ${verdict.sipReason.text}` }),
     }
     if (debug !== true) return { success: verdict.success, ...found }
     return { success: verdict.success, ...found, debug: verdict.reason === undefined ? { steps: verdict.steps } : { reason: verdict.reason, steps: verdict.steps } }

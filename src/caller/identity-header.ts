@@ -1,0 +1,59 @@
+import { check, CheckFailed, NOT_APPLICABLE } from '../lib/checks.ts'
+import type { CallContext, IdentityHeader } from './call-context.ts'
+
+/**
+ * The SIP `Identity` header as a proxy has it (RFC 8224 4.1):
+ * `<compact JWS>;info=<https://...>;alg=ES256;ppt=shaken` (parameters in any order, `ppt` may
+ * be quoted). Taken verbatim instead of `jwt`; its parameters must agree with the JWS header.
+ */
+export type { IdentityHeader }
+
+const MAX_HEADER = 10 * 1024
+
+export function parseIdentityHeader(value: string): IdentityHeader {
+  const text = value.trim()
+  if (text.length === 0 || text.length > MAX_HEADER) throw new CheckFailed('BAD_IDENTITY_HEADER', 'the Identity header is empty or longer than 10 KiB')
+  const split = text.indexOf(';')
+  const jws = (split === -1 ? text : text.slice(0, split)).trim()
+  const header: IdentityHeader = { jws }
+  if (split === -1) return header
+  // `info` holds a URI in angle brackets, which may itself contain ';': read it as a unit.
+  let rest = text.slice(split + 1)
+  while (rest.trim() !== '') {
+    const match = /^\s*([A-Za-z][A-Za-z0-9._-]*)\s*=\s*(<[^<>]*>|"[^"]*"|[^;\s]*)\s*(?:;|$)/.exec(rest)
+    if (match === null) throw new CheckFailed('BAD_IDENTITY_HEADER', 'the Identity header parameters are not name=value pairs')
+    const name = match[1]!.toLowerCase()
+    const raw = match[2]!
+    const unwrapped = raw.startsWith('<') || raw.startsWith('"') ? raw.slice(1, -1) : raw
+    if (name === 'info' || name === 'alg' || name === 'ppt') {
+      if (header[name] !== undefined) throw new CheckFailed('BAD_IDENTITY_HEADER', `the Identity header has ${name} twice`)
+      if (name === 'info' && !raw.startsWith('<')) throw new CheckFailed('BAD_IDENTITY_HEADER', 'info must be a URI in angle brackets')
+      header[name] = unwrapped
+    }
+    rest = rest.slice(match[0].length)
+  }
+  return header
+}
+
+/** First, when the request gave `identity`: its JWS becomes the token the other checks read. */
+export const parseIdentity = check<CallContext>('parse_identity_header', (ctx) => {
+  if (ctx.identity === undefined) return NOT_APPLICABLE
+  const parsed = parseIdentityHeader(ctx.identity)
+  ctx.identityHeader = parsed
+  ctx.jwt = parsed.jws
+  return ['info', 'alg', 'ppt'].filter((n) => parsed[n as keyof IdentityHeader] !== undefined).map((n) => `${n}=${parsed[n as keyof IdentityHeader]}`).join(', ') || 'no parameters'
+})
+
+/** After the JWS header is read: `info` names its x5u, `alg` and `ppt` agree with it (RFC 8224 4.1, 8588). */
+export const checkIdentityParameters = check<CallContext>('check_identity_parameters', (ctx) => {
+  const params = ctx.identityHeader
+  if (params === undefined) return NOT_APPLICABLE
+  const header = ctx.jws!.header
+  if (params.alg !== undefined && params.alg !== header.alg) throw new CheckFailed('BAD_IDENTITY_HEADER', `alg=${params.alg} but the PASSporT says ${String(header.alg)}`)
+  if (params.ppt !== undefined && params.ppt !== (header.ppt ?? undefined)) throw new CheckFailed('BAD_IDENTITY_HEADER', `ppt=${params.ppt} but the PASSporT says ${String(header.ppt ?? 'none')}`)
+  if (ctx.x5u !== undefined) {
+    if (params.info === undefined) throw new CheckFailed('IDENTITY_INFO_MISMATCH', 'the Identity header has no info parameter naming the x5u')
+    if (params.info !== ctx.x5u) throw new CheckFailed('IDENTITY_INFO_MISMATCH', `info <${params.info}> is not the PASSporT's x5u`)
+  }
+  return 'agree with the PASSporT'
+})
