@@ -7,6 +7,8 @@ import { openDatabase } from './db/open.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { CertificateTrust } from './caller/shaken/certificate-trust.ts'
+import { Credentials } from './caller/shaken/credentials.ts'
+import { SealedBox } from './lib/sealed-box.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
 import { PhoneLinks } from './identity/phone-links.ts'
 import { DecisionWaiters } from './approvals/decision-waiters.ts'
@@ -31,6 +33,8 @@ export interface Service {
   keyDirectory: KeyDirectory
   /** Caller verification's certificate side (x5u, trust anchors, CRLs). */
   certificateTrust: CertificateTrust
+  /** STI-AS: the operator's signing credentials (keys opened with the server secret). */
+  shakenCredentials: Credentials
   /** Phone number -> token link, cached for approvals (see PhoneLinks). */
   phoneLinks: PhoneLinks
   /** `transaction_details?wait=`: requests waiting for a decision, woken by the change signal. */
@@ -144,17 +148,19 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       return resolved
     }
     const events = new Events(config, db, ledger, secret)
+    const shakenCredentials = new Credentials(db, () => new SealedBox(secret(), 'shaken-credentials'))
     if (changes !== null) {
       changes.on('change', (topic) => { if (topic === APPROVAL_TOPIC) events.decided() })
       keyDirectory.subscribe(changes)
       phoneLinks.subscribe(changes)
       certificateTrust.anchors.subscribe(changes)
+      shakenCredentials.subscribe(changes)
       decisionWaiters.subscribe(changes)
       if (ledger instanceof LocalLedger) ledger.subscribe(changes)
       await changes.start()
     }
     return {
-      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, phoneLinks, decisionWaiters, events, warnings,
+      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks, decisionWaiters, events, warnings,
       get secret(): Buffer {
         return secret()
       },

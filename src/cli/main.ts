@@ -15,7 +15,7 @@ import { createOutput, reportError, UsageError, type Output } from './output.ts'
 import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
 import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
-import { certInfoCommand, shakenCommand, SHAKEN_USAGE } from './shaken-commands.ts'
+import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './shaken-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -24,7 +24,7 @@ Usage: kns <command> [options] [--json]
   serve                                   start the HTTP API (same as npm start)
   migrate                                 apply pending database migrations
   doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
-  api-key create --vendor <brand> [--scopes approvals,caller,admin] [--rate <req/s>]
+  api-key create --vendor <brand> [--scopes approvals,caller,signing,admin] [--rate <req/s>]
   api-key list
   api-key revoke <id>
   token mint --phone <+E164> --owner <0x address>         (LEDGER=local)
@@ -72,6 +72,7 @@ export function commandHelp(command: string): string {
 const OPTIONS = {
   ...STATS_OPTIONS,
   ...WEBHOOK_OPTIONS,
+  ...SHAKEN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },

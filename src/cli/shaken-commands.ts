@@ -4,13 +4,19 @@ import { fingerprintOf, addTrustAnchors, listTrustAnchors, removeTrustAnchor } f
 import { certificateFacts, parseCertificates } from '../caller/shaken/x509.ts'
 import { ValidationError } from '../errors.ts'
 import type { Service } from '../service.ts'
-import type { Parsed } from './args.ts'
+import { required, type Parsed } from './args.ts'
+import { addCredential, listCredentials, removeCredential } from '../caller/shaken/credentials.ts'
+import { SealedBox } from '../lib/sealed-box.ts'
 import { UsageError, type Output } from './output.ts'
 
 export const SHAKEN_USAGE = `  shaken trust add <file.pem>             store STI-CA trust anchors (CA certificates) in the database
   shaken trust list                       the anchors in use: STI_TRUST_ANCHORS and the stored ones
   shaken trust remove <fingerprint>       remove a stored anchor (SHA-256 fingerprint)
-  shaken cert-info <file>                 subject, issuer, validity, key, TNAuthList (SPC/TNs) of each certificate`
+  shaken cert-info <file>                 subject, issuer, validity, key, TNAuthList (SPC/TNs) of each certificate
+  shaken credential add --name <n> --key <private.pem> --cert <chain.pem> --x5u <public https URL>
+                                          the STI-AS signing credential (the key stored encrypted, never shown)
+  shaken credential list
+  shaken credential remove <name>`
 
 function readFile(path: string | undefined, usage: string): Buffer {
   if (path === undefined) throw new UsageError(`usage: ${usage}`)
@@ -65,8 +71,41 @@ export function certInfoCommand(args: Parsed, out: Output): void {
   out.result({ certificates: described }, described.map(certificateText).join('\n\n'))
 }
 
-/** kns shaken trust add | list | remove */
-export async function shakenCommand(service: Service, sub: string | undefined, { positionals }: Parsed, out: Output): Promise<void> {
+export const SHAKEN_OPTIONS = { cert: { type: 'string' }, x5u: { type: 'string' } } as const
+
+/** kns shaken credential add | list | remove */
+async function credentialCommand(service: Service, { values, positionals }: Parsed, out: Output): Promise<void> {
+  const action = positionals[2]
+  if (action === 'add') {
+    const credential = await addCredential(service.db, new SealedBox(service.secret, 'shaken-credentials'), {
+      name: required(values, 'name'),
+      keyPem: readFile(required(values, 'key'), 'kns shaken credential add --key <private.pem>').toString('utf8'),
+      chainPem: readFile(required(values, 'cert'), 'kns shaken credential add --cert <chain.pem>').toString('utf8'),
+      x5u: required(values, 'x5u'),
+    }, { allowPrivate: service.config.x5uAllowPrivate, allowHttp: service.config.x5uAllowHttp })
+    return out.result({ ...credential, notAfter: new Date(credential.notAfter).toISOString(), createdAt: new Date(credential.createdAt).toISOString(),
+      chainUrl: `${service.config.publicBaseUrl}/shaken/certs/${credential.name}.pem` },
+    `added signing credential ${credential.name}: ${credential.subject}, x5u ${credential.x5u}\n` +
+      `its chain is served at ${service.config.publicBaseUrl}/shaken/certs/${credential.name}.pem (the x5u may point there)`)
+  }
+  if (action === 'list') {
+    const list = await listCredentials(service.db)
+    return out.result({ credentials: list.map((c) => ({ ...c, notAfter: new Date(c.notAfter).toISOString(), createdAt: new Date(c.createdAt).toISOString() })) },
+      list.length === 0 ? 'no signing credentials' : list.map((c) => `${c.name}  until ${new Date(c.notAfter).toISOString()}  ${c.x5u}  ${c.subject}`).join('\n'))
+  }
+  if (action === 'remove') {
+    const name = positionals[3]
+    if (name === undefined) throw new UsageError('usage: kns shaken credential remove <name>')
+    await removeCredential(service.db, name)
+    return out.result({ removed: name }, `removed signing credential ${name}`)
+  }
+  throw new UsageError(`unknown command 'kns shaken credential ${action ?? ''}'`)
+}
+
+/** kns shaken trust add | list | remove, kns shaken credential ... */
+export async function shakenCommand(service: Service, sub: string | undefined, args: Parsed, out: Output): Promise<void> {
+  if (sub === 'credential') return credentialCommand(service, args, out)
+  const { positionals } = args
   if (sub !== 'trust') throw new UsageError(`unknown command 'kns shaken ${sub ?? ''}'`)
   const action = positionals[2]
   if (action === 'add') {

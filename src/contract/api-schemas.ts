@@ -168,3 +168,20 @@ export const StirVerificationResponse = Type.Object({
     reasontext: Type.Optional(Type.String({ description: 'on failure: its reason phrase' })),
   }),
 })
+
+/** ATIS-1000082 STI-AS: what to sign, and the Identity header that carries it. */
+export const StirSigningRequest = Type.Object({
+  signingRequest: Type.Object({
+    orig: Type.Object({ tn: AtisTn }),
+    dest: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10 }) }),
+    attest: Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')]),
+    iat: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'epoch seconds, within 5 minutes of the server clock' }),
+    origid: Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'a UUID (RFC 8588)' }),
+    ppt: Type.Optional(Type.Literal('shaken')),
+    credential: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'extension: which signing credential (kns shaken credential add); needed only when there are several' })),
+  }),
+})
+export const StirSigningResponse = Type.Object({
+  signingResponse: Type.Object({ identity: Type.String({ description: 'the SIP Identity header value: `<PASSporT>;info=<x5u>;alg=ES256;ppt=shaken`' }) }),
+})
+export const CertificateFileParams = Type.Object({ file: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}\\.pem$' }) })

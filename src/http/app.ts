@@ -14,7 +14,7 @@ import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { statsRoutes } from './routes/stats.ts'
-import { stirRoutes } from './routes/stir.ts'
+import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
 
 export const BODY_LIMIT = 64 * 1024
@@ -78,6 +78,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(approvalRoutes, { service })
   await app.register(callerRoutes, { service })
   await app.register(stirRoutes, { service })
+  await app.register(stirSigningRoutes, { service })
   await app.register(ledgerRoutes, { service })
   await app.register(pageRoutes, { service })
   await app.register(statsRoutes, { service })

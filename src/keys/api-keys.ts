@@ -3,7 +3,7 @@ import type { Executor } from '../db/engine.ts'
 import { NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
 
-export const SCOPES = ['approvals', 'caller', 'admin'] as const
+export const SCOPES = ['approvals', 'caller', 'signing', 'admin'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_SCOPES: Scope[] = ['approvals', 'caller']
 

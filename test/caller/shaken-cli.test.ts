@@ -4,6 +4,7 @@
  */
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
@@ -15,7 +16,7 @@ let fresh: TestEnv
 
 before(async () => {
   pki = makeShakenPki({ crlUrl: 'https://crl.example.test/inter.crl' })
-  fresh = await freshDatabaseEnv()
+  fresh = await freshDatabaseEnv({ KNS_SECRET: randomBytes(32).toString('hex') })
   assert.equal((await runKns(['migrate'], fresh.env)).code, 0)
 })
 after(async () => {
@@ -61,4 +62,24 @@ test('trust add (CA certificates only), list, remove', async () => {
   assert.equal((await runKns(['shaken', 'trust', 'remove', anchor!.fingerprint], fresh.env)).code, 0)
   assert.deepEqual(oneJson(await runKns(['shaken', 'trust', 'list', '--json'], fresh.env)).anchors, [])
   assert.equal((await runKns(['shaken', 'trust', 'remove', anchor!.fingerprint], fresh.env)).code, 1)
+})
+
+test('credential add (the key never shown), list, remove; a key that is not the certificate\'s is refused', async () => {
+  const key = join(pki.dir, 'spc.key')
+  const chain = join(pki.dir, 'spc-bundle.pem')
+  writeFileSync(chain, pki.leaves.spc.bundle)
+  const args = ['shaken', 'credential', 'add', '--name', 'carrier', '--key', key, '--cert', chain, '--x5u', 'https://certs.carrier.example/spc.pem']
+  const added = await runKns([...args, '--json'], fresh.env)
+  assert.equal(added.code, 0, added.stderr)
+  const credential = oneJson(added)
+  assert.equal(credential.name, 'carrier')
+  assert.match(String(credential.chainUrl), /\/shaken\/certs\/carrier\.pem$/)
+  assert.doesNotMatch(added.stdout + added.stderr, /PRIVATE KEY/)
+  assert.equal((await runKns(args, fresh.env)).code, 1, 'the name is taken')
+  const wrongKey = await runKns(['shaken', 'credential', 'add', '--name', 'other', '--key', join(pki.dir, 'range.key'), '--cert', chain, '--x5u', 'https://certs.carrier.example/x.pem'], fresh.env)
+  assert.equal(wrongKey.code, 2)
+  assert.match(wrongKey.stderr, /not the key of the first certificate/)
+  const listed = oneJson(await runKns(['shaken', 'credential', 'list', '--json'], fresh.env))
+  assert.deepEqual((listed.credentials as Array<{ name: string }>).map((c) => c.name), ['carrier'])
+  assert.equal((await runKns(['shaken', 'credential', 'remove', 'carrier'], fresh.env)).code, 0)
 })

@@ -1,6 +1,6 @@
 import type { Migration } from '../../db/migrations.ts'
 
-/** Caller verification with SHAKEN certificates (version 10): the stored STI-CA trust anchors. */
+/** SHAKEN (versions 10-11): the stored STI-CA trust anchors, and the operator's signing credentials. */
 export const SHAKEN_MIGRATIONS: Migration[] = [
   {
     version: 10,
@@ -9,6 +9,21 @@ export const SHAKEN_MIGRATIONS: Migration[] = [
       `CREATE TABLE shaken_trust_anchors (
         fingerprint TEXT PRIMARY KEY,
         pem TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        not_after BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+      )`,
+    ],
+  },
+  {
+    version: 11,
+    name: 'SHAKEN: signing credentials (STI-AS)',
+    up: [
+      `CREATE TABLE shaken_credentials (
+        name TEXT PRIMARY KEY,
+        key_sealed TEXT NOT NULL,
+        chain_pem TEXT NOT NULL,
+        x5u TEXT NOT NULL,
         subject TEXT NOT NULL,
         not_after BIGINT NOT NULL,
         created_at BIGINT NOT NULL
