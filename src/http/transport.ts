@@ -68,6 +68,7 @@ export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () 
       const send = (failure: KnsError) => {
         reply.status(failure.status).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
         if (failure instanceof RateLimitedError) reply.header('retry-after', String(failure.retryAfterS))
+        if (failure instanceof MethodNotAllowedError) reply.header('allow', failure.allow.join(', '))
         reply.send(JSON.stringify(errorBody(failure.code, failure.message, String(request.id))))
       }
       const malformed = new ValidationError(`the request URL is malformed (${err.message})`)
@@ -100,8 +101,13 @@ export function trackRouteGuards(app: FastifyInstance): GuardOf {
   })
   return (path, method) => {
     const found = guards.find((g) => g.methods.has(method) && g.pattern.test(path))
-    if (found === undefined) return undefined
-    return async (request, reply) => { for (const hook of found.hooks) await hook(request, reply) }
+    if (found !== undefined) return async (request, reply) => { for (const hook of found.hooks) await hook(request, reply) }
+    // A known path asked with another method: 405, as for a URL that decodes.
+    const allowed = new Set(guards.filter((g) => g.pattern.test(path)).flatMap((g) => [...g.methods]))
+    if (allowed.size === 0) return undefined
+    if (allowed.has('GET')) allowed.add('HEAD')
+    const allow = [...allowed].sort()
+    return async () => { throw new MethodNotAllowedError(`${method} is not allowed here (allowed: ${allow.join(', ')})`, allow) }
   }
 }
 
