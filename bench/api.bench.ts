@@ -32,6 +32,7 @@ import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVeri
 import { paced, stopPaced, summarizePaced, type PacedResult } from './caller-paced.ts'
 import { preflight, startServer, type Endpoint, type Reference, type Summary, type Target } from './bench-server.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
+import { startX5uFixture, X5U_NAME } from './x5u-bench.ts'
 import { areaAEndpoints, postgresDatabase, seed, sqliteDatabase, walletSignatures, type BenchDatabase, type Engine } from './seed.ts'
 
 function envInt(name: string, fallback: number, min: number): number {
@@ -53,7 +54,8 @@ const ENGINES = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map(
 const ONLY = (process.env.BENCH_ONLY || '').split(',')
 const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 1000 }
 const CALLER_SIZES = { numbers: envInt('BENCH_CALLER_NUMBERS', 10_000, 1), keystores: 20 }
-const HALF_RATE_NAME = `${VERIFY_NAME} at 0.5 × peak`
+const halfRateName = (name: string) => `${name} at 0.5 × peak`
+const HALF_RATE_NAME = halfRateName(VERIFY_NAME)
 /** req/s at least this ratio of the reference's, or p99 at most this many ms. */
 type Goal = { minRatio: number } | { maxP99: number }
 const TARGETS: Record<string, Goal> = {
@@ -61,6 +63,8 @@ const TARGETS: Record<string, Goal> = {
   'POST /numsys/approval-phone': { minRatio: 0.3 },
   [VERIFY_NAME]: { minRatio: 0.5 },
   [HALF_RATE_NAME]: { maxP99: 10 },
+  [X5U_NAME]: { minRatio: 0.8 },
+  [halfRateName(X5U_NAME)]: { maxP99: 10 },
   [LOOKUP_NAME]: { minRatio: 0.5 },
 }
 
@@ -184,8 +188,8 @@ async function measureHalfRate(server: Target, endpoint: Endpoint, engine: Engin
     bursty.push(await slice(server, endpoint, SLICE_S, rate))
   }
   const results: Measurement[] = [
-    { endpoint: HALF_RATE_NAME, engine, ...summarizePaced(even), ref: { name: 'bare, paced alike', ...summarizePaced(control) } },
-    { endpoint: `${HALF_RATE_NAME} (autocannon overallRate)`, engine, ...summarize(bursty), ref: { name: 'peak', rps: peak.rps, p99: peak.p99, cpuUs: peak.cpuUs, problems: '' } },
+    { endpoint: halfRateName(endpoint.name), engine, ...summarizePaced(even), ref: { name: 'bare, paced alike', ...summarizePaced(control) } },
+    { endpoint: `${halfRateName(endpoint.name)} (autocannon overallRate)`, engine, ...summarize(bursty), ref: { name: 'peak', rps: peak.rps, p99: peak.p99, cpuUs: peak.cpuUs, problems: '' } },
   ]
   results.forEach(report)
   return results
@@ -198,14 +202,15 @@ async function benchEngine(db: BenchDatabase, refs: References): Promise<Measure
   const started = Date.now()
   const data = await seed(db.env, SIZES)
   const caller: CallerSeed = await seedCaller(db.env, CALLER_SIZES)
-  const server = await startServer(`kns-${db.engine}`, 'app', db.env)
+  const x5u = await startX5uFixture()
+  const server = await startServer(`kns-${db.engine}`, 'app', { ...db.env, ...x5u.env })
   try {
     const signed = await walletSignatures(server.port, data.keypair, data.signRefs)
     log(`-- ${db.engine}: seeded and signed in ${((Date.now() - started) / 1000).toFixed(1)} s; measuring`)
     const results: Measurement[] = []
-    const all = [...areaAEndpoints(db.engine, data, signed), ...callerEndpoints(caller, log)]
+    const all = [...areaAEndpoints(db.engine, data, signed), ...callerEndpoints(caller, log), x5u.endpoint(caller.apiKey, log)]
     for (const endpoint of all.filter((e) => ONLY.some((only) => e.name.includes(only)))) {
-      if (endpoint.name !== VERIFY_NAME) {
+      if (endpoint.name !== VERIFY_NAME && endpoint.name !== X5U_NAME) {
         results.push(await measure(server, endpoint, db.engine, refs.bare))
         continue
       }
@@ -215,6 +220,7 @@ async function benchEngine(db: BenchDatabase, refs: References): Promise<Measure
     return results
   } finally {
     await server.stop()
+    await x5u.stop()
   }
 }
 
