@@ -36,8 +36,10 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
       description: 'Checks in order: check_jws_format (compact JWS, <= 8 KiB), check_header (alg exactly ES256; typ absent/JWT/passport; ' +
         'ppt absent/shaken; no unknown crit), check_claims (orig.tn = origTN, dest.tn (string or array) contains destTN, digits with or ' +
         'without +; att/attest A|B|C; origid; iat integer, <= 5 s ahead, not older than CALL_MAX_AGE_S), resolve_keys (origTN -> token -> ' +
-        'linked keystores -> unrevoked key named by kid/keyid, or up to 16 keys in turn), verify_signature (ES256, 64-byte r||s; DER rejected). ' +
-        'A failed verification is 200 `{ success: false }`; a malformed body 400.',
+        'linked keystores -> unrevoked key named by kid/keyid, or up to 16 keys in turn), or for an x5u PASSporT fetch_certificate, ' +
+        'check_certificate_chain, check_tn_authorization, check_revocation (CALLER_TRUST, docs/shaken.md), then verify_signature (ES256, ' +
+        '64-byte r||s; DER rejected). `identity` (the SIP Identity header) may replace `jwt`. Every answer has verstat; a failure the RFC 8224 ' +
+        'sipReason. A failed verification is 200 `{ success: false }`; a malformed body 400.',
       security: API_KEY_SECURITY,
       body: CallVerificationRequest,
       response: withErrors({ 200: CallVerificationResponse }),

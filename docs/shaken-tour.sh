@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SHAKEN certificates end to end, with a test PKI made here by openssl: trust an STI-CA root,
+# configure a signing credential, sign an outgoing call (STI-AS), verify it (STI-VS) in the
+# ATIS-1000082 shape and in the SIP Identity header shape.
+#
+#   X5U_ALLOW_HTTP=true X5U_ALLOW_PRIVATE=true npm start    # terminal 1: the x5u here is the
+#                                                           # server's own http://localhost URL
+#   docs/shaken-tour.sh                                     # terminal 2, in the repository
+#
+# In production the x5u is an https URL on a public address and the root is your STI-CA's
+# (STI_TRUST_ANCHORS or `kns shaken trust add`); the two X5U_ variables stay unset. CI runs
+# this file against a fresh server (test/docs/shaken-tour.test.ts). Needs bash, curl, openssl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BASE=${KNS_URL:-http://localhost:8080}
+NAME="tour$RANDOM"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+kns() { npx --no-install kns "$@"; }
+field() { node -e 'let s = ""; process.stdin.on("data", (d) => { s += d }).on("end", () => {
+  const v = process.argv[1].split(".").reduce((o, k) => o?.[k], JSON.parse(s))
+  if (v === undefined) { console.error(`no ${process.argv[1]} in ${s}`); process.exit(1) }
+  console.log(typeof v === "string" ? v : JSON.stringify(v)) })' "$1"; }
+step() { printf '\n== %s\n' "$*" >&2; }
+call() {
+  local method=$1 path=$2 body=${3:-}
+  printf '%s %s %s\n' "$method" "$path" "$body" >&2
+  local answer
+  answer=$(curl -sS -X "$method" "$BASE$path" -H 'content-type: application/json' ${KEY:+-H "x-api-key: $KEY"} ${body:+-d "$body"})
+  printf '%s\n' "$answer" >&2
+  printf '%s' "$answer"
+}
+expect() { local got; got=$(field "$1"); [ "$got" = "$2" ] || { echo "shaken tour: expected $1 = $2, got $got" >&2; exit 1; }; }
+
+step "A test STI-CA root, and a SHAKEN end-entity certificate it issues (P-256, digitalSignature, TNAuthList SPC 1234)"
+cat > "$TMP/pki.cnf" <<'EOF'
+[req]
+distinguished_name = dn
+[dn]
+[root]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+[leaf]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+1.3.6.1.5.5.7.1.26 = ASN1:SEQUENCE:tn_auth_list
+[tn_auth_list]
+spc = EXP:0,IA5:1234
+EOF
+openssl ecparam -name prime256v1 -genkey -noout -out "$TMP/root.key"
+openssl req -x509 -new -key "$TMP/root.key" -subj "/C=US/O=Tour STI-CA/CN=Tour STI Root" -days 30 -config "$TMP/pki.cnf" -extensions root -out "$TMP/root.pem"
+openssl ecparam -name prime256v1 -genkey -noout -out "$TMP/leaf.key"
+openssl req -new -key "$TMP/leaf.key" -subj "/C=US/O=Tour Carrier/CN=SHAKEN 1234" -config "$TMP/pki.cnf" -out "$TMP/leaf.csr"
+openssl x509 -req -in "$TMP/leaf.csr" -CA "$TMP/root.pem" -CAkey "$TMP/root.key" -CAcreateserial -days 30 -sha256 \
+  -extfile "$TMP/pki.cnf" -extensions leaf -out "$TMP/leaf.pem" 2>/dev/null
+kns shaken cert-info "$TMP/leaf.pem" >&2
+
+step "Trust the root (STI_TRUST_ANCHORS does the same from a file)"
+kns shaken trust add "$TMP/root.pem" >&2
+
+step "The signing credential: its key is stored encrypted; its chain is served at the x5u"
+kns shaken credential add --name "$NAME" --key "$TMP/leaf.key" --cert "$TMP/leaf.pem" --x5u "$BASE/shaken/certs/$NAME.pem" >&2
+curl -sfS "$BASE/shaken/certs/$NAME.pem" | head -1 >&2
+
+step "An API key for the SBC: signing (STI-AS) and caller (STI-VS)"
+KEY=$(kns api-key create --vendor "Tour Carrier" --scopes caller,signing --json | field key)
+sleep 1   # the server hears of the new anchor and credential through the change signal
+
+step "STI-AS: sign the outgoing call +1 202 555 0142 -> +1 415 555 0199 (ATIS-1000082 signingRequest)"
+NOW=$(date +%s)
+ORIGID=$(node -e 'console.log(crypto.randomUUID())')
+IDENTITY=$(call POST /stir/v1/signing "{\"signingRequest\":{\"orig\":{\"tn\":\"12025550142\"},\"dest\":{\"tn\":[\"14155550199\"]},\"attest\":\"A\",\"iat\":$NOW,\"origid\":\"$ORIGID\",\"credential\":\"$NAME\"}}" \
+  | field signingResponse.identity)
+
+step "STI-VS: verify the Identity header as the terminating SBC would (verificationRequest)"
+BODY=$(node -e 'console.log(JSON.stringify({ verificationRequest: { from: { tn: "12025550142" }, to: { tn: ["14155550199"] }, time: Number(process.argv[1]), identity: process.argv[2] } }))' "$NOW" "$IDENTITY")
+call POST /stir/v1/verification "$BODY" | expect verificationResponse.verstat TN-Validation-Passed
+
+step "The same through call-signature-verification, with the Identity header verbatim: trust x5u, SPC 1234"
+BODY=$(node -e 'console.log(JSON.stringify({ origTN: "+12025550142", destTN: "+14155550199", identity: process.argv[1] }))' "$IDENTITY")
+ANSWER=$(call POST /numsys/call-signature-verification "$BODY")
+expect trust x5u <<<"$ANSWER"
+expect spc 1234 <<<"$ANSWER"
+
+step "A forged call: the same header for another calling number fails, with the reason a proxy sends"
+BODY=$(node -e 'console.log(JSON.stringify({ verificationRequest: { from: { tn: "12025550143" }, to: { tn: ["14155550199"] }, time: Number(process.argv[1]), identity: process.argv[2] } }))' "$NOW" "$IDENTITY")
+call POST /stir/v1/verification "$BODY" | expect verificationResponse.reasoncode 438
+
+kns shaken credential remove "$NAME" >&2
+printf '\nshaken tour: every step answered as expected\n' >&2
