@@ -20,10 +20,12 @@ export function parseIdentityHeader(value: string): IdentityHeader {
   // `info` holds a URI in angle brackets, which may itself contain ';': read it as a unit.
   let rest = text.slice(split + 1)
   while (rest.trim() !== '') {
-    const match = /^\s*([A-Za-z][A-Za-z0-9._-]*)\s*=\s*(<[^<>]*>|"[^"]*"|[^;\s]*)\s*(?:;|$)/.exec(rest)
+    // RFC 3261 generic-param: a name, with or without `=value`.
+    const match = /^\s*([A-Za-z][A-Za-z0-9._!%*+`'~-]*)\s*(?:=\s*(<[^<>]*>|"[^"]*"|[^;\s]*))?\s*(?:;|$)/.exec(rest)
     if (match === null) throw new CheckFailed('BAD_IDENTITY_HEADER', 'the Identity header parameters are not name=value pairs')
     const name = match[1]!.toLowerCase()
-    const raw = match[2]!
+    const raw = match[2] ?? ''
+    if ((name === 'info' || name === 'alg' || name === 'ppt') && match[2] === undefined) throw new CheckFailed('BAD_IDENTITY_HEADER', `${name} without a value`)
     const unwrapped = raw.startsWith('<') || raw.startsWith('"') ? raw.slice(1, -1) : raw
     if (name === 'info' || name === 'alg' || name === 'ppt') {
       if (header[name] !== undefined) throw new CheckFailed('BAD_IDENTITY_HEADER', `the Identity header has ${name} twice`)

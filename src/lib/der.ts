@@ -56,9 +56,13 @@ function contentLength(encoded: Uint8Array): number {
   return length
 }
 
-/** Parses exactly one DER element filling `bytes`. */
+/**
+ * Parses exactly one DER element filling `bytes`. asn1js stops at 10 000 nodes by default, which
+ * a CRL of a few thousand entries passes: the bound follows the input's size instead (a node
+ * takes at least 2 bytes), and embedded encodings are not parsed ahead.
+ */
 export function parseDer(bytes: Uint8Array): DerNode {
-  const result = asn1js.fromBER(bytes)
+  const result = asn1js.fromBER(bytes, { maxNodes: Math.max(10_000, bytes.length), parseEmbedded: false })
   if (result.offset === -1 || result.result.error) throw new DerError(`not DER: ${result.result.error || 'malformed'}`)
   if (result.offset !== bytes.length) throw new DerError('trailing bytes after the DER element')
   return toNode(result.result, 0)
@@ -89,10 +93,15 @@ export function oid(node: DerNode): string {
   return parts.join('.')
 }
 
-/** A non-negative INTEGER as lowercase hex without leading zeros (serial numbers). */
+/** A hex number in one canonical form: lowercase, no leading zeros (serial numbers from DER and from node:crypto alike). */
+export function canonicalHex(hex: string): string {
+  const stripped = hex.toLowerCase().replace(/^0+/, '')
+  return stripped === '' ? '0' : stripped
+}
+
+/** A non-negative INTEGER as canonical hex (serial numbers). */
 export function integerHex(node: DerNode): string {
-  const hex = Buffer.from(expect(node, TAG.INTEGER, 'integer').content).toString('hex').replace(/^(00)+(?=.)/, '')
-  return hex === '' ? '0' : hex
+  return canonicalHex(Buffer.from(expect(node, TAG.INTEGER, 'integer').content).toString('hex'))
 }
 
 /** A small INTEGER as a number. */

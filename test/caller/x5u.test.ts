@@ -101,6 +101,7 @@ describe('x5u: the certificate trust source', () => {
   const failures: Array<[LeafKind, string]> = [
     ['noTnAuth', 'TN_NOT_AUTHORIZED'], ['badTnAuth', 'TN_NOT_AUTHORIZED'], ['expired', 'CERT_EXPIRED'], ['wrongCurve', 'CERT_KEY_UNSUITABLE'],
     ['caTrue', 'CERT_KEY_UNSUITABLE'], ['noDigitalSignature', 'CERT_KEY_UNSUITABLE'], ['untrusted', 'CERT_UNTRUSTED'], ['revoked', 'CERT_REVOKED'],
+    ['pastPathLen', 'CERT_UNTRUSTED'], ['spcUnderRangeCa', 'CERT_UNTRUSTED'],
   ]
   for (const [kind, code] of failures) {
     test(`a ${kind} leaf fails with ${code}, at its own step`, async () => {
@@ -109,6 +110,11 @@ describe('x5u: the certificate trust source', () => {
       assert.equal(codeOf(answer), code, answer.debug.reason)
     })
   }
+
+  test('a delegate certificate within its CA\'s TN range passes (RFC 9060)', async () => {
+    const answer = await verify(await passport(pki.leaves.rangeUnderRangeCa.key, `${base}/certs/rangeUnderRangeCa.pem`))
+    assert.equal(answer.success, true, answer.debug.reason)
+  })
 
   test('a signature by another key than the certificate\'s: BAD_SIGNATURE', async () => {
     const answer = await verify(await passport(pki.leaves.range.key, `${base}/certs/spc.pem`))
@@ -200,7 +206,7 @@ describe('SIP-shaped input and output', () => {
   test('the Identity header verbatim: verified, TN-Validation-Passed; info, alg and ppt must agree with the PASSporT', async () => {
     const x5u = `${base}/certs/spc.pem`
     const jwt = await passport(pki.leaves.spc.key, x5u)
-    const ok = await call({ identity: identityOf(jwt, `;info=<${x5u}>;alg=ES256;ppt="shaken"`) })
+    const ok = await call({ identity: identityOf(jwt, `;info=<${x5u}>;alg=ES256;ppt="shaken";x-extension`) })
     assert.equal(ok.statusCode, 200, ok.body)
     assert.equal(ok.json().success, true)
     assert.equal(ok.json().verstat, 'TN-Validation-Passed')

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 export type LeafKind = 'spc' | 'range' | 'noTnAuth' | 'badTnAuth' | 'expired' | 'wrongCurve' | 'caTrue' | 'revoked' | 'untrusted' | 'noDigitalSignature'
+  | 'pastPathLen' | 'spcUnderRangeCa' | 'rangeUnderRangeCa'
 
 export interface TestLeaf {
   /** PEM private key (SEC1 EC). */
@@ -50,7 +51,8 @@ export function makeShakenPki(options: { crlUrl: string }): ShakenPki {
   const dir = mkdtempSync(join(tmpdir(), 'kns-pki-'))
   mkdirSync(join(dir, 'newcerts'))
   writeFileSync(join(dir, 'index.txt'), '')
-  writeFileSync(join(dir, 'serial'), '1000\n')
+  // Serials whose first byte is below 0x10 (0A01, ...): a leading zero digit that node:crypto keeps and DER does not.
+  writeFileSync(join(dir, 'serial'), '0A00\n')
   writeFileSync(join(dir, 'crlnumber'), '01\n')
   const leafSections = (name: string, tnAuth: string | null, extra = '') => `[${name}]\n${LEAF_EXTENSIONS(options.crlUrl, tnAuth, extra)}`
   writeFileSync(join(dir, 'ca.cnf'), `[ca]
@@ -94,6 +96,23 @@ ${leafSections('leaf_range', 'tn_range_list')}
 ${leafSections('leaf_none', null)}
 ${leafSections('leaf_bad', 'tn_bad')}
 ${leafSections('leaf_no_ds', 'tn_spc', 'noDigitalSignature')}
+[v3_sub]
+basicConstraints=critical,CA:TRUE
+keyUsage=critical,keyCertSign,cRLSign
+subjectKeyIdentifier=hash
+authorityKeyIdentifier=keyid
+[v3_range_ca]
+basicConstraints=critical,CA:TRUE,pathlen:0
+keyUsage=critical,keyCertSign,cRLSign
+subjectKeyIdentifier=hash
+authorityKeyIdentifier=keyid
+1.3.6.1.5.5.7.1.26=ASN1:SEQUENCE:tn_range_list
+[tn_sub_range_list]
+range=EXP:1,SEQUENCE:tn_sub_range
+[tn_sub_range]
+start=IA5:12025550140
+count=INT:10
+${leafSections('leaf_sub_range', 'tn_sub_range_list')}
 [leaf_ca]
 basicConstraints=critical,CA:TRUE
 keyUsage=critical,digitalSignature,keyCertSign
@@ -137,6 +156,13 @@ junk=EXP:7,IA5:nope
   leafFromCa('caTrue', 'leaf_ca')
   leafFromCa('revoked', 'leaf_spc')
   leafFromCa('noDigitalSignature', 'leaf_no_ds')
+  // A CA below the intermediate, whose pathlen:0 allows none: its leaf must not pass.
+  signedBy('subCa', '/C=US/O=KNS Test Carrier/CN=Sub CA', 'inter', 'v3_sub')
+  signedBy('pastPathLen', '/C=US/O=KNS Test Carrier/CN=SHAKEN past pathlen', 'subCa', 'leaf_spc')
+  // A delegate CA limited to a TN range (RFC 9060): an SPC leaf under it claims too much.
+  signedBy('rangeCa', '/C=US/O=KNS Test Carrier/CN=Range CA', 'root', 'v3_range_ca')
+  signedBy('spcUnderRangeCa', '/C=US/O=KNS Test Carrier/CN=SHAKEN spc under range', 'rangeCa', 'leaf_spc')
+  signedBy('rangeUnderRangeCa', '/C=US/O=KNS Test Carrier/CN=SHAKEN sub-range', 'rangeCa', 'leaf_sub_range')
   openssl(dir, ['ca', '-batch', '-config', cnf, '-revoke', 'revoked.pem'])
   openssl(dir, ['ca', '-batch', '-config', cnf, '-gencrl', '-out', 'crl.pem'])
   openssl(dir, ['crl', '-in', 'crl.pem', '-outform', 'DER', '-out', 'crl.der'])
@@ -158,6 +184,9 @@ junk=EXP:7,IA5:nope
       spc: leaf('spc'), range: leaf('range'), noTnAuth: leaf('noTnAuth'), badTnAuth: leaf('badTnAuth'), expired: leaf('expired'),
       wrongCurve: leaf('wrongCurve'), caTrue: leaf('caTrue'), revoked: leaf('revoked'), untrusted: leaf('untrusted', read('rogue.pem')),
       noDigitalSignature: leaf('noDigitalSignature'),
+      pastPathLen: leaf('pastPathLen', read('subCa.pem') + inter),
+      spcUnderRangeCa: leaf('spcUnderRangeCa', read('rangeCa.pem')),
+      rangeUnderRangeCa: leaf('rangeUnderRangeCa', read('rangeCa.pem')),
     },
     crl: readFileSync(join(dir, 'crl.der')),
     tls: { ca: read('tlsroot.pem'), cert: read('tls.pem'), key: read('tls.key') },

@@ -52,15 +52,20 @@ export class CertificateTrust {
       const certs = parseCertificates(body)
       if (certs.length > 10) throw new Error('more than 10 certificates')
       return certs
-    }, { outbound })
-    this.crls = new FetchCache(parseCrl, { outbound: { ...outbound, maxResponseBytes: 1024 * 1024 } })
+      // 2 000 documents of at most 64 KiB: a bounded memory whatever URLs callers name.
+    }, { outbound, maxEntries: 2000 })
+    this.crls = new FetchCache(parseCrl, {
+      outbound: { ...outbound, maxResponseBytes: 1024 * 1024 }, maxEntries: 100,
+      expiresAt: (crl) => (crl as ParsedCrl).nextUpdate,
+    })
     this.anchors = new TrustAnchors(db, options.anchorsPath)
   }
 
   /** The bundle's path to a trust anchor at `now` (cached), or why there is none. */
   async validate(bundle: X509Certificate[], now: number): Promise<ValidatedChain | ChainFailure> {
-    const anchors = await this.anchors.all()
+    // The version first: a load that straddles a change is cached under the old one.
     const version = this.anchors.version
+    const anchors = await this.anchors.all()
     const known = this.#validations.get(bundle)
     if (known !== undefined && known.version === version && now <= known.until) return known.result
     const result = validateChain(bundle, anchors, now)

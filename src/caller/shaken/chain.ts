@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto'
 import { DerError } from '../../lib/der.ts'
 import type { CallFailure } from '../../contract/failure-codes.ts'
-import { certificateFacts, type CertificateFacts } from './x509.ts'
+import { certificateFacts, tnAuthListCovers, type CertificateFacts } from './x509.ts'
 
 /** A leaf certificate that chains to a trust anchor, with what the later checks need of it. */
 export interface ValidatedChain {
@@ -39,9 +39,16 @@ export function validateChain(bundle: readonly X509Certificate[], anchors: reado
     return { code: 'CERT_INVALID', message: `the leaf certificate cannot be read: ${err instanceof DerError ? err.message : 'malformed'}` }
   }
   if (leafCert.ca) return { code: 'CERT_KEY_UNSUITABLE', message: 'the leaf is a CA certificate (CA:TRUE), not an end-entity certificate' }
-  const curve = leafCert.publicKey.asymmetricKeyDetails?.namedCurve
-  if (leafCert.publicKey.asymmetricKeyType !== 'ec' || curve !== 'prime256v1') {
-    return { code: 'CERT_KEY_UNSUITABLE', message: `the leaf key is ${leafCert.publicKey.asymmetricKeyType ?? 'unknown'}${curve ? ` (${curve})` : ''}, not EC P-256` }
+  let key
+  try {
+    key = leafCert.publicKey
+  } catch {
+    // A key OpenSSL keeps but cannot load (an unknown algorithm, a malformed point).
+    return { code: 'CERT_KEY_UNSUITABLE', message: 'the leaf key cannot be read' }
+  }
+  const curve = key.asymmetricKeyDetails?.namedCurve
+  if (key.asymmetricKeyType !== 'ec' || curve !== 'prime256v1') {
+    return { code: 'CERT_KEY_UNSUITABLE', message: `the leaf key is ${key.asymmetricKeyType ?? 'unknown'}${curve ? ` (${curve})` : ''}, not EC P-256` }
   }
   if (leaf.keyUsage === null || !leaf.keyUsage.has('digitalSignature')) {
     return { code: 'CERT_KEY_UNSUITABLE', message: 'the leaf key usage does not include digitalSignature' }
@@ -52,7 +59,10 @@ export function validateChain(bundle: readonly X509Certificate[], anchors: reado
   const intermediates = bundle.slice(1)
   let current = leafCert
   for (;;) {
-    const anchor = anchors.find((a) => issued(a, current))
+    // Of several anchors that could have issued it (a root renewed with the same name and
+    // key), one valid now.
+    const candidates = anchors.filter((a) => issued(a, current))
+    const anchor = candidates.find((a) => within(a, now)) ?? candidates[0]
     if (anchor !== undefined) {
       path.push(anchor)
       break
@@ -71,7 +81,43 @@ export function validateChain(bundle: readonly X509Certificate[], anchors: reado
     if (now < cert.validFromDate.getTime()) return { code: 'CERT_EXPIRED', message: `${name(cert)} is not valid before ${cert.validFromDate.toISOString()}` }
     if (now > cert.validToDate.getTime()) return { code: 'CERT_EXPIRED', message: `${name(cert)} expired at ${cert.validToDate.toISOString()}` }
   }
+  const constrained = checkCaConstraints(path, leaf)
+  if (constrained !== null) return { code: 'CERT_UNTRUSTED', message: constrained }
   return { leaf, path, issuer: path[1]!, validUntil: Math.min(...path.map((c) => c.validToDate.getTime())) }
+}
+
+function within(cert: X509Certificate, now: number): boolean {
+  return now >= cert.validFromDate.getTime() && now <= cert.validToDate.getTime()
+}
+
+/**
+ * What the CA certificates above the leaf allow: each one's pathLenConstraint (how many CA
+ * certificates may follow it), and, where a CA carries a TNAuthList, that the certificate below
+ * it claims no number or SPC outside it (RFC 9060 delegation: a CA limited to a TN range cannot
+ * issue a leaf good for any number).
+ */
+function checkCaConstraints(path: readonly X509Certificate[], leaf: CertificateFacts): string | null {
+  let below = leaf
+  for (let i = 1; i < path.length; i++) {
+    let facts: CertificateFacts
+    try {
+      facts = certificateFacts(path[i]!)
+    } catch {
+      return `${name(path[i]!)} cannot be read`
+    }
+    // CA certificates between this one and the leaf: path[1..i-1].
+    if (facts.pathLen !== null && i - 1 > facts.pathLen) return `${name(path[i]!)} allows ${facts.pathLen} CA certificate(s) below it, the path has ${i - 1}`
+    const outer = facts.tnAuthList
+    if (typeof outer === 'string') return `${name(path[i]!)} has a TNAuthList that cannot be read`
+    if (outer !== null) {
+      const inner = below.tnAuthList
+      if (inner === null || typeof inner === 'string' || !tnAuthListCovers(outer, inner)) {
+        return `${name(below.cert)} claims numbers or SPCs outside the TNAuthList of its issuer ${name(path[i]!)}`
+      }
+    }
+    below = facts
+  }
+  return null
 }
 
 /** `issuer` issued `cert`: names match and its key verifies the signature. */

@@ -20,6 +20,8 @@ export interface FetchCacheOptions {
   failureTtlMs?: number
   maxEntries?: number
   now?: () => number
+  /** When the document itself says it is out of date (a CRL's nextUpdate): no longer fresh from then. */
+  expiresAt?: (value: unknown) => number | null
 }
 
 export type FetchFailure = 'refused' | 'unreachable' | 'status' | 'too_large' | 'unparsable'
@@ -58,6 +60,7 @@ export class FetchCache<T> {
     this.#parse = parse
     this.#options = {
       minTtlMs: 5 * MINUTE, maxTtlMs: 24 * 60 * MINUTE, defaultTtlMs: 60 * MINUTE, failureTtlMs: 30_000, maxEntries: 10_000, now: Date.now,
+      expiresAt: () => null,
       ...options,
     }
   }
@@ -98,12 +101,22 @@ export class FetchCache<T> {
       const stale = Math.min(o.maxTtlMs, Math.max(ttl, (swrS ?? 0) * 1000))
       const now = o.now()
       entry = { value, freshUntil: now + ttl, staleUntil: now + ttl + stale }
+      // A document past its own expiry is fetched again at once rather than served stale.
+      const expires = o.expiresAt(value)
+      if (expires !== null) {
+        entry.freshUntil = Math.max(now + Math.min(o.failureTtlMs, ttl), Math.min(entry.freshUntil, expires))
+        entry.staleUntil = Math.max(entry.freshUntil, Math.min(entry.staleUntil, expires))
+      }
     } catch (err) {
       const failure = err instanceof FetchFailed ? err : describe(err)
       const now = this.#options.now()
-      // A refresh that failed keeps a good value while it may still be served.
+      // A refresh that failed keeps a good value while it may still be served, and is not
+      // tried again by every call meanwhile.
       const previous = this.#entries.get(url)
-      if (previous?.value !== undefined && now < previous.staleUntil) return previous
+      if (previous?.value !== undefined && now < previous.staleUntil) {
+        previous.freshUntil = Math.min(previous.staleUntil, now + this.#options.failureTtlMs)
+        return previous
+      }
       entry = { error: failure, freshUntil: now + this.#options.failureTtlMs, staleUntil: now + this.#options.failureTtlMs }
     }
     this.#entries.delete(url)

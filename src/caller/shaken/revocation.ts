@@ -1,6 +1,6 @@
 import { verify as verifySignature, type X509Certificate } from 'node:crypto'
 import type { CallFailure } from '../../contract/failure-codes.ts'
-import { DerError, expect, integerHex, oid, parseDer, TAG, time } from '../../lib/der.ts'
+import { canonicalHex, DerError, expect, integerHex, oid, parseDer, TAG, time } from '../../lib/der.ts'
 import type { ValidatedChain } from './chain.ts'
 import { FetchFailed, type FetchCache } from './fetch-cache.ts'
 
@@ -82,9 +82,9 @@ export type RevocationVerdict = { ok: true; detail: string } | { ok: false; code
  * (nextUpdate not passed). Revoked there: CERT_REVOKED whatever the mode. No usable CRL:
  * `soft` passes (saying so), `hard` fails with CRL_UNAVAILABLE.
  */
-export async function checkRevocation(chain: ValidatedChain, crls: FetchCache<ParsedCrl>, mode: CrlMode, now: number): Promise<RevocationVerdict> {
+export async function checkRevocation(chain: ValidatedChain, crls: FetchCache<ParsedCrl>, mode: CrlMode, now: number, anchors: readonly X509Certificate[] = []): Promise<RevocationVerdict> {
   if (mode === 'off') return { ok: true, detail: 'not checked (STI_CRL=off)' }
-  const serial = chain.leaf.cert.serialNumber.toLowerCase().replace(/^0+(?=.)/, '')
+  const serial = canonicalHex(chain.leaf.cert.serialNumber)
   const problems: string[] = []
   for (const url of chain.leaf.crlUrls.slice(0, 3)) {
     let crl: ParsedCrl
@@ -94,8 +94,13 @@ export async function checkRevocation(chain: ValidatedChain, crls: FetchCache<Pa
       problems.push(`CRL ${err instanceof FetchFailed ? err.message : 'unavailable'}`)
       continue
     }
-    if (!signedBy(crl, chain.issuer)) {
-      problems.push('the CRL is not signed by the leaf\'s issuer')
+    // The leaf's issuer, or (an indirect CRL, as the STI-PA publishes for SHAKEN) a trust anchor's key.
+    if (!signedBy(crl, chain.issuer) && !anchors.some((anchor) => signedBy(crl, anchor))) {
+      problems.push('the CRL is signed neither by the leaf\'s issuer nor by a trust anchor')
+      continue
+    }
+    if (crl.thisUpdate > now + 5 * 60_000) {
+      problems.push('the CRL is dated in the future')
       continue
     }
     if (crl.nextUpdate !== null && now > crl.nextUpdate) {

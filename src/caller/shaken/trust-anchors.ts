@@ -73,11 +73,15 @@ function readAnchorFiles(path: string): X509Certificate[] {
     : [path]
   const anchors: X509Certificate[] = []
   for (const file of files) {
+    let certs: X509Certificate[]
     try {
-      anchors.push(...parseCertificates(readFileSync(file)))
+      certs = parseCertificates(readFileSync(file))
     } catch (err) {
       throw new Error(`STI_TRUST_ANCHORS: ${file} is not a PEM or DER certificate (${err instanceof Error ? err.message : 'unreadable'})`)
     }
+    const notCa = certs.find((c) => !c.ca)
+    if (notCa !== undefined) throw new Error(`STI_TRUST_ANCHORS: ${file} holds ${notCa.subject.replaceAll('\n', ', ')}, which is not a CA certificate (CA:TRUE): not a trust anchor`)
+    anchors.push(...certs)
   }
   return anchors
 }

@@ -17,8 +17,13 @@ export const OIDS = {
   tnAuthList: '1.3.6.1.5.5.7.1.26',
 } as const
 
-/** Critical extensions this verifier understands; any other critical one makes a certificate unusable (RFC 5280 4.2). */
-const UNDERSTOOD_CRITICAL = new Set<string>([OIDS.basicConstraints, OIDS.keyUsage, OIDS.extKeyUsage, OIDS.certificatePolicies, OIDS.subjectAltName, OIDS.tnAuthList])
+/**
+ * Critical extensions this verifier understands; any other critical one makes a certificate
+ * unusable (RFC 5280 4.2). Certificate policies are accepted whatever they name (the STI-CA's
+ * policy is the anchor's business); a critical extended key usage or subject alternative name
+ * is not checked here, so it is not accepted either.
+ */
+const UNDERSTOOD_CRITICAL = new Set<string>([OIDS.basicConstraints, OIDS.keyUsage, OIDS.certificatePolicies, OIDS.tnAuthList])
 
 const KEY_USAGE_BITS = ['digitalSignature', 'nonRepudiation', 'keyEncipherment', 'dataEncipherment', 'keyAgreement', 'keyCertSign', 'cRLSign', 'encipherOnly', 'decipherOnly'] as const
 export type KeyUsage = (typeof KEY_USAGE_BITS)[number]
@@ -36,6 +41,8 @@ export interface CertificateFacts {
   extensions: Map<string, { critical: boolean; value: Uint8Array }>
   /** null when the certificate has no key usage extension. */
   keyUsage: Set<KeyUsage> | null
+  /** basicConstraints pathLenConstraint; null when absent. */
+  pathLen: number | null
   /** An unrecognised critical extension's OID, if any. */
   unknownCritical: string | null
   crlUrls: string[]
@@ -57,6 +64,13 @@ function extensionsOf(der: Uint8Array): Map<string, { critical: boolean; value: 
     found.set(name, { critical, value })
   }
   return found
+}
+
+/** BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER OPTIONAL }. */
+function pathLenOf(value: Uint8Array): number | null {
+  const fields = expect(parseDer(value), TAG.SEQUENCE, 'basic constraints').children
+  const last = fields.at(-1)
+  return last !== undefined && last.tagNumber === TAG.INTEGER && last.tagClass === 0 ? integer(last) : null
 }
 
 function keyUsageOf(value: Uint8Array): Set<KeyUsage> {
@@ -117,6 +131,22 @@ export function tnCovered(list: TnAuthList, tn: string): boolean {
     /^\d+$/.test(start) && start.length === tn.length && BigInt(tn) >= BigInt(start) && BigInt(tn) < BigInt(start) + BigInt(count))
 }
 
+/**
+ * Whether an issuer's TNAuthList allows everything a certificate it issued claims (RFC 9060
+ * delegation): each SPC among the issuer's, each TN and range within the issuer's numbers.
+ */
+export function tnAuthListCovers(outer: TnAuthList, inner: TnAuthList): boolean {
+  if (!inner.spcs.every((spc) => outer.spcs.includes(spc))) return false
+  // An issuer constrained by SPC only does not enumerate numbers: its SPCs are the constraint.
+  if (outer.tns.length + outer.ranges.length === 0) return true
+  return inner.tns.every((tn) => tnCovered(outer, tn)) && inner.ranges.every(({ start, count }) => {
+    if (!/^\d+$/.test(start)) return false
+    const last = BigInt(start) + BigInt(count) - 1n
+    return outer.ranges.some((r) => /^\d+$/.test(r.start) && r.start.length === start.length &&
+      BigInt(start) >= BigInt(r.start) && last < BigInt(r.start) + BigInt(r.count))
+  })
+}
+
 /** Reads a certificate's extensions; throws DerError when its DER cannot be read. */
 export function certificateFacts(cert: X509Certificate): CertificateFacts {
   const extensions = extensionsOf(cert.raw)
@@ -136,6 +166,7 @@ export function certificateFacts(cert: X509Certificate): CertificateFacts {
     cert,
     extensions,
     keyUsage: usage === undefined ? null : keyUsageOf(usage.value),
+    pathLen: extensions.has(OIDS.basicConstraints) ? pathLenOf(extensions.get(OIDS.basicConstraints)!.value) : null,
     unknownCritical,
     crlUrls: crl === undefined ? [] : crlUrlsOf(crl.value),
     tnAuthList,

@@ -66,7 +66,8 @@ export const checkTnAuthorization = check<CallContext>('check_tn_authorization',
 
 export const checkRevocationStep = check<CallContext>('check_revocation', async (ctx) => {
   if (onLedger(ctx)) return LEDGER_DECIDED
-  const verdict = await checkRevocation(ctx.chain!, ctx.certificates!.crls, ctx.certificates!.crlMode, ctx.nowS * 1000)
+  const trust = ctx.certificates!
+  const verdict = await checkRevocation(ctx.chain!, trust.crls, trust.crlMode, ctx.nowS * 1000, await trust.anchors.all())
   if (!verdict.ok) throw new CheckFailed(verdict.code, verdict.message)
   return verdict.detail
 })
