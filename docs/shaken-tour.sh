@@ -18,21 +18,9 @@ NAME="tour$RANDOM"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-kns() { npx --no-install kns "$@"; }
-field() { node -e 'let s = ""; process.stdin.on("data", (d) => { s += d }).on("end", () => {
-  const v = process.argv[1].split(".").reduce((o, k) => o?.[k], JSON.parse(s))
-  if (v === undefined) { console.error(`no ${process.argv[1]} in ${s}`); process.exit(1) }
-  console.log(typeof v === "string" ? v : JSON.stringify(v)) })' "$1"; }
-step() { printf '\n== %s\n' "$*" >&2; }
-call() {
-  local method=$1 path=$2 body=${3:-}
-  printf '%s %s %s\n' "$method" "$path" "$body" >&2
-  local answer
-  answer=$(curl -sS -X "$method" "$BASE$path" -H 'content-type: application/json' ${KEY:+-H "x-api-key: $KEY"} ${body:+-d "$body"})
-  printf '%s\n' "$answer" >&2
-  printf '%s' "$answer"
-}
-expect() { local got; got=$(field "$1"); [ "$got" = "$2" ] || { echo "shaken tour: expected $1 = $2, got $got" >&2; exit 1; }; }
+TOUR="shaken tour"
+# kns, field, step, call, expect
+source docs/tour-helpers.sh
 
 step "A test STI-CA root, and a SHAKEN end-entity certificate it issues (P-256, digitalSignature, TNAuthList SPC 1234)"
 cat > "$TMP/pki.cnf" <<'EOF'

@@ -18,24 +18,9 @@ PHONE_WALLET="+1415555$(printf %04d $((5000 + RANDOM % 5000)))"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-kns() { npx --no-install kns "$@"; }
-# field <path> < json: one value of a JSON document (dots between keys).
-field() { node -e 'let s = ""; process.stdin.on("data", (d) => { s += d }).on("end", () => {
-  const v = process.argv[1].split(".").reduce((o, k) => o?.[k], JSON.parse(s))
-  if (v === undefined) { console.error(`no ${process.argv[1]} in ${s}`); process.exit(1) }
-  console.log(typeof v === "string" ? v : JSON.stringify(v)) })' "$1"; }
-step() { printf '\n== %s\n' "$*" >&2; }
-# call <method> <path> [json]: the request with the key (when KEY is set), its answer printed.
-call() {
-  local method=$1 path=$2 body=${3:-}
-  printf '%s %s %s\n' "$method" "$path" "$body" >&2
-  local answer
-  answer=$(curl -sS -X "$method" "$BASE$path" -H 'content-type: application/json' ${KEY:+-H "x-api-key: $KEY"} ${body:+-d "$body"})
-  printf '%s\n' "$answer" >&2
-  printf '%s' "$answer"
-}
-# expect <path> <value> < json: stops the tour when the answer says otherwise.
-expect() { local got; got=$(field "$1"); [ "$got" = "$2" ] || { echo "tour: expected $1 = $2, got $got" >&2; exit 1; }; }
+TOUR="tour"
+# kns, field, step, call, expect
+source docs/tour-helpers.sh
 
 step "An API key for the vendor (the first start also printed a development key)"
 KEY=$(kns api-key create --vendor "Tour Bank" --scopes approvals,caller --json | field key)

@@ -1,0 +1,21 @@
+# Helpers the tours share (docs/tour.sh, docs/shaken-tour.sh): sourced, not run.
+# BASE is the server's URL; KEY, when set, is sent as x-api-key; TOUR names the tour in errors.
+
+kns() { npx --no-install kns "$@"; }
+# field <path> < json: one value of a JSON document (dots between keys).
+field() { node -e 'let s = ""; process.stdin.on("data", (d) => { s += d }).on("end", () => {
+  const v = process.argv[1].split(".").reduce((o, k) => o?.[k], JSON.parse(s))
+  if (v === undefined) { console.error(`no ${process.argv[1]} in ${s}`); process.exit(1) }
+  console.log(typeof v === "string" ? v : JSON.stringify(v)) })' "$1"; }
+step() { printf '\n== %s\n' "$*" >&2; }
+# call <method> <path> [json]: the request with the key (when KEY is set), its answer printed.
+call() {
+  local method=$1 path=$2 body=${3:-}
+  printf '%s %s %s\n' "$method" "$path" "$body" >&2
+  local answer
+  answer=$(curl -sS -X "$method" "$BASE$path" -H 'content-type: application/json' ${KEY:+-H "x-api-key: $KEY"} ${body:+-d "$body"})
+  printf '%s\n' "$answer" >&2
+  printf '%s' "$answer"
+}
+# expect <path> <value> < json: stops the tour when the answer says otherwise.
+expect() { local got; got=$(field "$1"); [ "$got" = "$2" ] || { echo "${TOUR:-tour}: expected $1 = $2, got $got" >&2; exit 1; }; }
