@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, Page, Request } from 'playwright-core'
 import { seedCommand } from '../../src/cli/stats-commands.ts'
+import { describePeriod, formatData } from '../../web/explorer/format.ts'
 import { assertClean, horizontalOverflow, launchChromium, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
 
 const CHARTS = ['gateway-data', 'gateway-clients', 'gateway-sessions', 'wifi-data', 'wifi-clients', 'wifi-sessions']
@@ -70,15 +71,17 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       { start: new Date(now - DAY).toISOString(), end: new Date(now).toISOString() })
     assert.equal(ns.totalNS, 300)
     assert.equal(await text(page, '#fig-clients'), int.format(global.totalUniqueClients))
-    assert.equal(await text(page, '#fig-gb'), dec.format(global.totalGB))
+    assert.equal(await text(page, '#fig-gb'), formatData(global.totalGB * 1000))
     assert.equal(await text(page, '#fig-sessions'), int.format(global.totalSessions))
     assert.equal(await text(page, '#fig-ns'), int.format(ns.totalNS))
     assert.equal(await page.locator('#empty').isVisible(), false)
 
-    // Every chart draws a line with one point per bucket (30 days, daily: 30 or 31 buckets).
+    // Every chart draws a line with one point per finished bucket (30 days, daily: 30 or 31
+    // buckets), and the unfinished current one (the period ends now) as a dashed segment.
     for (const id of CHARTS) {
-      const d = await page.locator(`#chart-${id} svg path.line`).getAttribute('d')
-      assert.ok(d !== null && (d.match(/[ML]/g) ?? []).length >= 30, `chart ${id}: ${d?.slice(0, 80)}`)
+      const d = await page.locator(`#chart-${id} svg path.line:not(.partial)`).getAttribute('d')
+      assert.ok(d !== null && (d.match(/[ML]/g) ?? []).length >= 29, `chart ${id}: ${d?.slice(0, 80)}`)
+      assert.equal(await page.locator(`#chart-${id} svg path.line.partial`).count(), 1, `chart ${id}: the current bucket is marked unfinished`)
     }
     assert.ok(await page.locator('#chart-ns svg rect.bar').count() > 0, 'sign-up bars')
 
@@ -122,7 +125,7 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     const { context, page, watch } = await openPage(browser)
     await page.goto(`${server.url}/`)
     await settled(page)
-    const before = await page.locator('#chart-gateway-sessions svg path.line').getAttribute('d')
+    const before = await page.locator('#chart-gateway-sessions svg path.line:not(.partial)').getAttribute('d')
 
     const posted: Request[] = []
     page.on('request', (r) => { if (r.method() === 'POST' && r.url().includes('/api/v1/UsageGraph/')) posted.push(r) })
@@ -142,9 +145,10 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       const expected = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
       assert.equal(await text(page, '[data-total="gateway-sessions"]'), int.format(expected.periodUsage.currentSessions))
       assert.equal(await text(page, '[data-total="gateway-clients"]'), int.format(expected.periodUsage.currentClients))
-      assert.equal(await text(page, '[data-total="gateway-mb"]'), `${dec.format(expected.periodUsage.currentUsageMB)} MB`)
-      const d = await page.locator('#chart-gateway-sessions svg path.line').getAttribute('d')
-      const points = (d?.match(/[ML]/g) ?? []).length
+      assert.equal(await text(page, '[data-total="gateway-mb"]'), formatData(expected.periodUsage.currentUsageMB))
+      const d = await page.locator('#chart-gateway-sessions svg path.line:not(.partial)').getAttribute('d')
+      // The finished buckets, and the current one as the dashed segment.
+      const points = (d?.match(/[ML]/g) ?? []).length + await page.locator('#chart-gateway-sessions svg path.line.partial').count()
       assert.equal(points, expected.periodUsage.sessions.length)
       assert.ok(points >= minPoints && points <= maxPoints, `${preset}: ${points} points`)
       assert.notEqual(d, before, `${preset} redrew`)
@@ -165,7 +169,11 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     const body = JSON.parse(posted.find((r) => r.url().endsWith('gateway-stats'))!.postData()!) as { start: string; end: string }
     assert.equal(body.start, `${from}T00:00:00.000Z`)
     assert.equal(body.end, new Date(Date.parse(`${to}T00:00:00Z`) + DAY).toISOString())
-    assert.equal((((await page.locator('#chart-gateway-sessions svg path.line').getAttribute('d')) ?? '').match(/[ML]/g) ?? []).length, 8)
+    assert.equal((((await page.locator('#chart-gateway-sessions svg path.line:not(.partial)').getAttribute('d')) ?? '').match(/[ML]/g) ?? []).length, 8)
+    assert.equal(await page.locator('#chart-gateway-sessions svg path.line.partial').count(), 0, 'a finished period has no unfinished bucket')
+    // Both days included, neither later than the period: "… – <to> <year> (UTC, daily)".
+    assert.equal(await text(page, '#period-label'), describePeriod(body, DAY, Date.now()))
+    assert.match(await text(page, '#period-label'), new RegExp(` – ${Number(to.slice(8, 10))} \\w+ ${to.slice(0, 4)} `))
     // A start after the end is refused in the page, without a request.
     posted.length = 0
     await page.locator('#custom-start').fill(to)
@@ -174,6 +182,31 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     assert.match(await text(page, '#custom-error'), /start must be on or before/)
     assert.equal(posted.length, 0)
     await screenshot(page, 'explorer-custom')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('what the public reads right: no future end date, data in a unit that scales, legible status badges', async () => {
+    const { context, page, watch } = await openPage(browser)
+    await page.goto(`${server.url}/`)
+    await settled(page)
+    const label = await text(page, '#period-label')
+    assert.match(label, / – now \(UTC, daily\)$/, label)
+    assert.match(label, /^\d{1,2} \w{3,4} \d{4} – /, 'the year is there')
+    // Badges: white (light scheme) text on each status colour at least 4.5:1 (WCAG AA).
+    const ratios = await page.evaluate(`(() => {
+      const luminance = (rgb) => {
+        const [r, g, b] = (rgb.match(/\\d+/g) ?? []).slice(0, 3).map((c) => { const v = Number(c) / 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4 })
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+      }
+      return [...document.querySelectorAll('.badge')].slice(0, 50).map((el) => {
+        const style = getComputedStyle(el)
+        const [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort((x, y) => y - x)
+        return { status: el.className, ratio: (a + 0.05) / (b + 0.05) }
+      })
+    })()`) as Array<{ status: string; ratio: number }>
+    assert.ok(ratios.length > 0, 'badges drawn')
+    for (const { status, ratio } of ratios) assert.ok(ratio >= 4.5, `${status}: ${ratio.toFixed(2)}:1`)
     await assertClean(watch)
     await context.close()
   })
@@ -219,7 +252,7 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       await page.locator('#empty').waitFor()
       assert.equal(await text(page, '#fig-sessions'), '0')
       assert.equal(await text(page, '#fig-ns'), '0')
-      assert.equal(await text(page, '#fig-gb'), '0.00')
+      assert.equal(await text(page, '#fig-gb'), '0.00 MB')
       for (const id of CHARTS) assert.equal(await text(page, `#chart-${id} .chart-empty`), 'No data in this period')
       assert.equal(await text(page, '#chart-ns .chart-empty'), 'No sign-ups in this period')
       assert.equal(await page.locator('#map .marker').count(), 0)

@@ -15,6 +15,7 @@ import { CONTENT_SECURITY_POLICY, pageRoutes, renderPage } from '../../src/http/
 import { maskPhone as pageMaskPhone } from '../../web/shared/mask-phone.ts'
 // The page bundles src/contract/approve-text.ts itself (web/approve/flow.ts).
 import { ledgerApproveMessage as pageLedgerApproveMessage } from '../../src/contract/approve-text.ts'
+import { describePeriod, formatData } from '../../web/explorer/format.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { randomObjectId } from '../support/kns.ts'
 import { SKIP } from './support.ts'
@@ -47,6 +48,28 @@ describe('page logic agrees with the server', () => {
     const unescaped = attribute[1]!.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
     assert.deepEqual(JSON.parse(unescaped), config)
     assert.throws(() => renderPage('<head></head>', {}), /lacks/)
+  })
+})
+
+describe('explorer formatting', () => {
+  test('data volumes scale their unit (decimal, as the API): never millions of MB', () => {
+    assert.equal(formatData(0), '0.00 MB')
+    assert.equal(formatData(12.345), '12.35 MB')
+    assert.equal(formatData(1_529_685.92), '1.53 TB')
+    assert.equal(formatData(999.99), '999.99 MB')
+    assert.equal(formatData(999.999), '1.00 GB')
+    assert.equal(formatData(1_000), '1.00 GB')
+    assert.equal(formatData(250_000), '250.00 GB')
+    assert.equal(formatData(3e9), '3.00 PB')
+  })
+
+  test('periods read as people read them: the year on both ends, the last day included, no date after the period', () => {
+    const now = Date.parse('2026-11-24T14:30:00Z')
+    const DAY = 86_400_000
+    assert.equal(describePeriod({ start: new Date(now - 30 * DAY).toISOString(), end: new Date(now).toISOString() }, DAY, now), '25 Oct 2026 – now (UTC, daily)')
+    assert.equal(describePeriod({ start: '2025-11-24T14:30:00.000Z', end: new Date(now).toISOString() }, 7 * DAY, now), '24 Nov 2025 – now (UTC, weekly)')
+    assert.equal(describePeriod({ start: '2026-09-01T00:00:00.000Z', end: '2026-09-04T00:00:00.000Z' }, DAY, now), '1 Sept 2026 – 3 Sept 2026 (UTC, daily)')
+    assert.equal(describePeriod({ start: '2026-11-23T14:30:00.000Z', end: new Date(now).toISOString() }, 3_600_000, now), '23 Nov 2026 14:00 – now (UTC, hourly)')
   })
 })
 

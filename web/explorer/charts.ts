@@ -45,8 +45,16 @@ function emptyNote(container: HTMLElement, text: string): void {
   container.replaceChildren(p)
 }
 
+export interface ChartOptions {
+  /**
+   * The last bucket is not finished (it reaches past the period's end, e.g. now): drawn dashed
+   * and marked, so an unfinished hour or day does not read as the network going down.
+   */
+  partial?: boolean
+}
+
 /** Area chart of `[[ms, value], ...]`; "No data in this period" when every value is 0. */
-export function areaChart(container: HTMLElement, series: number[][], label: string, unit: string, size: Size = SMALL): void {
+export function areaChart(container: HTMLElement, series: number[][], label: string, unit: string, size: Size = SMALL, options: ChartOptions = {}): void {
   const { w: W, h: H } = size
   const points = series.filter((p): p is [number, number] => p.length === 2)
   if (points.length === 0 || points.every(([, v]) => v === 0)) return emptyNote(container, 'No data in this period')
@@ -62,14 +70,26 @@ export function areaChart(container: HTMLElement, series: number[][], label: str
   title.textContent = `${label}: ${points.length} buckets, peak ${formatCompact(Math.max(...points.map(([, v]) => v)))} ${unit}, total ${formatCompact(total)} ${unit}`
   root.append(title)
   frame(root, size, max, points[0]![0], points[points.length - 1]![0], step)
-  const line = points.map(([, v], i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join('')
-  root.append(svg('path', { d: `${line}L${x(points.length - 1).toFixed(1)},${y(0)}L${x(0).toFixed(1)},${y(0)}Z`, class: 'area' }))
+  const partial = options.partial === true && points.length > 1
+  // Finished buckets are the area and the solid line; an unfinished last one only a dashed segment.
+  const finished = partial ? points.slice(0, -1) : points
+  const line = finished.map(([, v], i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(v).toFixed(1)}`).join('')
+  root.append(svg('path', { d: `${line}L${x(finished.length - 1).toFixed(1)},${y(0)}L${x(0).toFixed(1)},${y(0)}Z`, class: 'area' }))
   root.append(svg('path', { d: line, class: 'line' }))
+  if (partial) {
+    const i = points.length - 1
+    const segment = svg('path', { d: `M${x(i - 1).toFixed(1)},${y(points[i - 1]![1]).toFixed(1)}L${x(i).toFixed(1)},${y(points[i]![1]).toFixed(1)}`, class: 'line partial' })
+    const note = svg('title')
+    note.textContent = 'The last bucket is not finished yet'
+    segment.append(note)
+    root.append(segment, svg('circle', { cx: x(i).toFixed(1), cy: y(points[i]![1]).toFixed(1), r: 2.5, class: 'partial-point' }))
+    title.textContent += '; the last bucket is not finished yet'
+  }
   container.replaceChildren(root)
 }
 
 /** Stacked bars: one bar per bucket of `ts`, a segment per entry of `stacks` (colour class by index). */
-export function stackedBars(container: HTMLElement, ts: number[], stacks: { key: string; values: number[] }[], label: string, size: Size = SMALL): void {
+export function stackedBars(container: HTMLElement, ts: number[], stacks: { key: string; values: number[] }[], label: string, size: Size = SMALL, options: ChartOptions = {}): void {
   const { w: W, h: H } = size
   const totals = ts.map((_, i) => stacks.reduce((s, st) => s + (st.values[i] ?? 0), 0))
   if (ts.length === 0 || totals.every((t) => t === 0)) return emptyNote(container, 'No sign-ups in this period')
@@ -92,7 +112,7 @@ export function stackedBars(container: HTMLElement, ts: number[], stacks: { key:
       const h = (plotH * v) / max
       root.append(svg('rect', {
         x: (PAD.left + slot * i + (slot - barW) / 2).toFixed(2), y: (PAD.top + plotH - base - h).toFixed(2),
-        width: barW.toFixed(2), height: h.toFixed(2), class: `bar s${k}`,
+        width: barW.toFixed(2), height: h.toFixed(2), class: `bar s${k}${options.partial === true && i === ts.length - 1 ? ' partial' : ''}`,
       }))
       base += h
     })

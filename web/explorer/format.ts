@@ -13,6 +13,24 @@ export const formatDecimal = (n: number): string => twoDecimals.format(n)
 /** Axis labels. */
 export const formatCompact = (n: number): string => compact.format(n)
 
+/** Data volumes (decimal units, as the API's: MB = 10^6 bytes): one unit for a set of values, the largest that keeps them >= 1. */
+const BYTE_UNITS = [['MB', 1], ['GB', 1e3], ['TB', 1e6], ['PB', 1e9]] as const
+export type ByteUnit = (typeof BYTE_UNITS)[number][0]
+
+export function byteUnitFor(maxMB: number): { unit: ByteUnit; perMB: number } {
+  let chosen: (typeof BYTE_UNITS)[number] = BYTE_UNITS[0]
+  // 999.999 MB reads "1.00 GB", not "1,000.00 MB": a unit is taken from where its value rounds to 1.00.
+  for (const u of BYTE_UNITS) if (maxMB >= u[1] * 0.999995) chosen = u
+  return { unit: chosen[0], perMB: chosen[1] }
+}
+
+/** A data volume given in MB, in the unit that reads best: "1.53 TB", not "1,529,685.92 MB". */
+export function formatData(mb: number): string {
+  const { unit, perMB } = byteUnitFor(mb)
+  const value = mb / perMB
+  return `${twoDecimals.format(value)} ${unit}`
+}
+
 export type Preset = '24h' | '7d' | '30d' | '1y'
 export const PRESETS: Record<Preset, number> = { '24h': DAY, '7d': 7 * DAY, '30d': 30 * DAY, '1y': 365 * DAY }
 
@@ -36,6 +54,27 @@ export function customPeriod(from: string, to: string, now: number): Period | st
   if (start > now) return 'The start cannot be in the future.'
   if (end - start > 5 * 366 * DAY) return 'A period can be at most 5 years long.'
   return { start: new Date(start).toISOString(), end: new Date(Math.min(end, now)).toISOString() }
+}
+
+const dayMonthYear = (ms: number) => new Date(ms).toLocaleDateString('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' })
+const hourOf = (ms: number) => `${String(new Date(ms).getUTCHours()).padStart(2, '0')}:00`
+
+/**
+ * The period a page shows, as people read it: the year on both ends, the last day included
+ * (a period ending at 00:00 ends the day before), "now" for a period ending now, the time only
+ * where the buckets are hourly. Never a date after the period.
+ */
+export function describePeriod(period: Period, stepMs: number, now: number): string {
+  const start = Date.parse(period.start)
+  const end = Date.parse(period.end)
+  const hourly = stepMs < DAY
+  const from = hourly ? `${dayMonthYear(start)} ${hourOf(start)}` : dayMonthYear(start)
+  let to: string
+  if (Math.abs(now - end) < 60_000) to = 'now'
+  else if (!hourly && end % DAY === 0) to = dayMonthYear(end - DAY)
+  else to = hourly || end % DAY !== 0 ? `${dayMonthYear(end)} ${hourOf(end)}` : dayMonthYear(end)
+  const buckets = hourly ? 'hourly' : stepMs === DAY ? 'daily' : 'weekly'
+  return `${from} – ${to} (UTC, ${buckets})`
 }
 
 /** Label of a bucket start for the width of the series (hourly series show the time). */

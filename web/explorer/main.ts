@@ -7,7 +7,7 @@ import '../shared/base.css'
 import './explorer.css'
 import { ApiError, getJson, postJson } from '../shared/api.ts'
 import { areaChart, stackedBars } from './charts.ts'
-import { bucketLabel, countryName, customPeriod, formatDecimal, formatInt, presetPeriod, type Period, type Preset } from './format.ts'
+import { byteUnitFor, countryName, customPeriod, describePeriod, formatData, formatInt, presetPeriod, type Period, type Preset } from './format.ts'
 import { toMapNodes, type MapNode, type WifiNodeJson } from './nodes.ts'
 import type { GlobalStatsAnswer, NsStatsAnswer, RangeStatsAnswer } from '../../src/contract/api-types.ts'
 
@@ -70,7 +70,7 @@ async function loadFigures(): Promise<void> {
   state.global = global.body
   state.totalNS = ns.body.totalNS
   setFigure('fig-clients', formatInt(global.body.totalUniqueClients), global.body.totalUniqueClients)
-  setFigure('fig-gb', formatDecimal(global.body.totalGB), global.body.totalGB)
+  setFigure('fig-gb', formatData(global.body.totalGB * 1000), global.body.totalGB)
   setFigure('fig-sessions', formatInt(global.body.totalSessions), global.body.totalSessions)
   setFigure('fig-ns', formatInt(ns.body.totalNS), ns.body.totalNS)
 }
@@ -80,18 +80,30 @@ function setTotal(key: string, text: string): void {
   if (el !== null) el.textContent = text
 }
 
-function renderNetwork(network: 'gateway' | 'wifi', stats: RangeStats): void {
+/** Whether the last bucket of `series` reaches past the period's end (not finished yet). */
+function lastBucketPartial(series: number[][], period: Period): boolean {
+  const last = series.at(-1)?.[0]
+  const step = series.length > 1 ? series[1]![0]! - series[0]![0]! : undefined
+  return last !== undefined && step !== undefined && last + step > Date.parse(period.end)
+}
+
+function renderNetwork(network: 'gateway' | 'wifi', stats: RangeStats, period: Period): void {
   const p = stats.periodUsage
-  setTotal(`${network}-mb`, `${formatDecimal(p.currentUsageMB)} MB`)
+  setTotal(`${network}-mb`, formatData(p.currentUsageMB))
   setTotal(`${network}-clients`, formatInt(p.currentClients))
   setTotal(`${network}-sessions`, formatInt(p.currentSessions))
   const name = network === 'gateway' ? 'Gateways' : 'WiFi'
-  areaChart($(`chart-${network}-data`), p.dataUsageMB, `${name} data usage`, 'MB')
-  areaChart($(`chart-${network}-clients`), p.clients, `${name} clients`, 'clients')
-  areaChart($(`chart-${network}-sessions`), p.sessions, `${name} sessions`, 'sessions')
+  const partial = { partial: lastBucketPartial(p.sessions, period) }
+  // One unit for the whole chart, the largest its peak allows (TB for a busy year, not millions of MB).
+  const { unit, perMB } = byteUnitFor(Math.max(0, ...p.dataUsageMB.map((point) => point[1] ?? 0)))
+  const caption = $(`chart-${network}-data`).previousElementSibling
+  if (caption !== null) caption.textContent = `Data usage (${unit})`
+  areaChart($(`chart-${network}-data`), p.dataUsageMB.map(([t, v]) => [t!, v! / perMB]), `${name} data usage`, unit, undefined, partial)
+  areaChart($(`chart-${network}-clients`), p.clients, `${name} clients`, 'clients', undefined, partial)
+  areaChart($(`chart-${network}-sessions`), p.sessions, `${name} sessions`, 'sessions', undefined, partial)
 }
 
-function renderSignups(ns: NsStats): void {
+function renderSignups(ns: NsStats, period: Period): void {
   const { ts, perCountry, ns: inPeriod } = ns.periodUsage
   setTotal('ns-period', formatInt(inPeriod))
   setTotal('ns-total', formatInt(ns.totalNS))
@@ -100,7 +112,7 @@ function renderSignups(ns: NsStats): void {
   const stacks = sums.slice(0, TOP_COUNTRIES).map((c) => ({ key: c.code, values: c.values }))
   const rest = sums.slice(TOP_COUNTRIES)
   if (rest.length > 0) stacks.push({ key: 'other', values: ts.map((_, i) => rest.reduce((s, c) => s + (c.values[i] ?? 0), 0)) })
-  stackedBars($('chart-ns'), ts, stacks, 'Sign-ups per country', { w: 640, h: 200 })
+  stackedBars($('chart-ns'), ts, stacks, 'Sign-ups per country', { w: 640, h: 200 }, { partial: lastBucketPartial(ts.map((t) => [t]), period) })
   $('ns-legend').replaceChildren(...stacks.map((st, k) => {
     const li = document.createElement('li')
     const key = document.createElement('span')
@@ -178,11 +190,6 @@ function setLoading(on: boolean): void {
   for (const el of document.querySelectorAll('.chart-box')) el.classList.toggle('loading', on)
 }
 
-function describePeriod(first: number | undefined, last: number | undefined, step: number): string {
-  if (first === undefined || last === undefined) return ''
-  return `${bucketLabel(first, step)} – ${bucketLabel(last + step, step)} (UTC, ${step < 86_400_000 ? 'hourly' : step === 86_400_000 ? 'daily' : 'weekly'})`
-}
-
 async function loadPeriod(period: Period): Promise<void> {
   const generation = ++state.generation
   setLoading(true)
@@ -196,12 +203,12 @@ async function loadPeriod(period: Period): Promise<void> {
     ])
     if (generation !== state.generation) return
     state.wifiNodes = wifiNodes
-    renderNetwork('gateway', gateway.body)
-    renderNetwork('wifi', wifi.body)
-    renderSignups(ns.body)
+    renderNetwork('gateway', gateway.body, period)
+    renderNetwork('wifi', wifi.body, period)
+    renderSignups(ns.body, period)
     const series = gateway.body.periodUsage.sessions
     const step = series.length > 1 ? series[1]![0]! - series[0]![0]! : ns.body.periodUsage.ts.length > 1 ? ns.body.periodUsage.ts[1]! - ns.body.periodUsage.ts[0]! : 3_600_000
-    $('period-label').textContent = describePeriod(series[0]?.[0], series[series.length - 1]?.[0], step)
+    $('period-label').textContent = series.length === 0 ? '' : describePeriod(period, step, Date.now())
     state.nodes = toMapNodes(gateway.body.periodUsage.gatewayNodes, wifiNodes)
     renderTable()
     updateEmpty()
