@@ -284,7 +284,13 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     const a = await newApproval(owner)
     const { context, page, watch } = await openPage(browser, { wallets: [other, mine] })
     await page.goto(a.approvalUrl)
+    // A fresh 15-minute request never shows more than 15:00 left (the Date header rounds).
+    const left = (await page.locator('#countdown').textContent())!.trim()
+    assert.ok(/^(15:00|14:5\d)$/.test(left), `countdown ${left}`)
     await page.getByRole('button', { name: 'Approve' }).click()
+    // The choice replaces the Approve button while it is open.
+    await page.getByRole('button', { name: 'Other Wallet' }).waitFor()
+    assert.equal(await page.locator('#approve').isVisible(), false, 'Approve hidden behind the wallet choice')
     await page.getByRole('button', { name: 'Other Wallet' }).click()
     await page.getByRole('alert').getByText(/does not own/).waitFor()
     await page.getByRole('button', { name: 'Approve' }).click()

@@ -38,8 +38,14 @@ function skewFrom(serverDate: number | null): number {
   return Math.abs(skew) < 1000 ? 0 : skew
 }
 
+/**
+ * Time left, by the server's clock; never more than the request's whole lifetime (a 900 s request
+ * must not show 15:01 because the Date header's rounding put the server a moment behind).
+ */
 function remaining(): number {
-  return details === null ? 0 : Date.parse(details.expiresAt) - (Date.now() + clockSkew)
+  if (details === null) return 0
+  const expiresAt = Date.parse(details.expiresAt)
+  return Math.min(expiresAt - Date.parse(details.createdAt), expiresAt - (Date.now() + clockSkew))
 }
 
 function tick(): void {

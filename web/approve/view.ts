@@ -141,9 +141,12 @@ export function showWalletPicker(wallets: Wallet[], onPick: (wallet: Wallet) => 
     list.append(item)
   }
   el('wallet-picker').hidden = false
+  // The choice replaces the Approve button (it would only open this list again).
+  el('approve').hidden = true
   list.querySelector('button')?.focus()
 }
 
 export function hideWalletPicker(): void {
   el('wallet-picker').hidden = true
+  el('approve').hidden = false
 }
