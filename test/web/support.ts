@@ -3,7 +3,7 @@
  * against a real server listening on 127.0.0.1, on the test's own database.
  */
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, readFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { startHarness, type Harness } from '../helpers.ts'
@@ -85,9 +85,26 @@ export async function openPage(browser: Browser, options: { wallets?: TestWallet
   }
 }
 
+/**
+ * Every state the tests photograph is also checked by axe-core (an independent accessibility
+ * engine): no serious or critical violation. axe is evaluated in the page through the DevTools
+ * protocol, which the pages' CSP (script-src 'self') does not govern, so the CSP stays as served.
+ */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true })
   await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true })
+  await assertAccessible(page, name)
+}
+
+let axeSource: string | undefined
+
+export async function assertAccessible(page: Page, state: string): Promise<void> {
+  axeSource ??= readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8')
+  if (await page.evaluate('typeof axe') === 'undefined') await page.evaluate(`${axeSource};0`)
+  const result = await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) })))`) as Array<{ id: string; impact: string; help: string; targets: string[] }>
+  assert.deepEqual(result, [], `${state}: accessibility violations (axe-core)`)
 }
 
 /** The page must have produced no CSP violation and no script error. */
