@@ -65,6 +65,15 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     assert.equal(masked, maskPhone(a.phoneNumber))
     assert.match(masked!, /^\+44 \*\*\* \*\*\* \d{4}$/)
     assert.match((await page.locator('[data-field="method"]').textContent())!, /Sign a message/)
+    // Plain facts first: when it was asked, until when it can be answered, what approving does;
+    // the method and the wallet address behind a closed disclosure.
+    const shown = await details(server.h, a.ref)
+    assert.equal(await page.locator('time[data-field="createdAt"]').getAttribute('datetime'), shown.createdAt)
+    assert.equal(await page.locator('time[data-field="expiresAt"]').getAttribute('datetime'), shown.expiresAt)
+    assert.match((await page.locator('time[data-field="expiresAt"]').textContent())!, /\d{4}/, 'an absolute time with its date')
+    assert.match((await page.locator('[data-field="what"]').textContent())!, /^Approving tells Acme Mobile that you, the owner of this phone number, agree/)
+    assert.equal(await page.locator('details.technical').getAttribute('open'), null, 'technical details collapsed')
+    assert.equal(await page.locator('[data-field="method"]').isVisible(), false)
     assert.match((await page.locator('#countdown').textContent())!, /^1[45]:\d\d$/)
     assert.equal(await page.locator('[data-field="owner"]').getAttribute('title'), owner.toSuiAddress())
     assert.ok(await layoutShift(page) < 0.01, 'no layout shift while loading')

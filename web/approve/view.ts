@@ -36,11 +36,23 @@ function finishLoading(): void {
   el('main').setAttribute('aria-busy', 'false')
 }
 
+/** A moment in the reader's own time zone and words: "24 Nov 2026, 14:05". */
+function setTime(name: string, iso: string): void {
+  const node = document.querySelector<HTMLTimeElement>(`time[data-field="${name}"]`)!
+  node.dateTime = iso
+  node.textContent = new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+}
+
 export function showRequest(details: Details, config: PageConfig): void {
   setField('vendorBrand', details.vendorBrand)
   setField('title', details.title)
   setField('message', details.message)
   setField('phone', details.phoneNumber ? maskPhone(details.phoneNumber) : 'Not known')
+  setTime('createdAt', details.createdAt)
+  setTime('expiresAt', details.expiresAt)
+  // What approving does, in plain words; the mechanics stay behind "Technical details".
+  setField('what', `Approving tells ${details.vendorBrand} that you, the owner of this phone number, agree to this request. ` +
+    'It does not transfer your number or your funds. If you did not ask for this, do not approve it.')
   setField('method', methodLabel(details, config))
   const owner = document.querySelector<HTMLElement>('[data-field="owner"]')!
   owner.textContent = details.wallet ? shortAddress(details.wallet) : 'None'
