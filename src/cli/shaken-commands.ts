@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { X509Certificate } from 'node:crypto'
 import { fingerprintOf, addTrustAnchors, listTrustAnchors, removeTrustAnchor } from '../caller/shaken/trust-anchors.ts'
-import { certificateFacts, parseCertificates } from '../caller/shaken/x509.ts'
+import { certificateFacts, nameOf, parseCertificates } from '../caller/shaken/x509.ts'
 import { ValidationError } from '../errors.ts'
 import type { Service } from '../service.ts'
 import { required, type Parsed } from './args.ts'
@@ -33,8 +33,8 @@ export function describeCertificate(cert: X509Certificate): Record<string, unkno
   const key = cert.publicKey
   const tn = facts.tnAuthList
   return {
-    subject: cert.subject.replaceAll('\n', ', '),
-    issuer: cert.issuer.replaceAll('\n', ', '),
+    subject: nameOf(cert.subject),
+    issuer: nameOf(cert.issuer),
     serialNumber: cert.serialNumber.toLowerCase(),
     notBefore: cert.validFromDate.toISOString(),
     notAfter: cert.validToDate.toISOString(),
@@ -117,7 +117,7 @@ export async function shakenCommand(service: Service, sub: string | undefined, a
     const fromFile = service.certificateTrust.anchors.fromFile
     const stored = await listTrustAnchors(service.db)
     const anchors = [
-      ...fromFile.map((c) => ({ fingerprint: fingerprintOf(c), subject: c.subject.replaceAll('\n', ', '), notAfter: c.validToDate.toISOString(), source: 'STI_TRUST_ANCHORS' })),
+      ...fromFile.map((c) => ({ fingerprint: fingerprintOf(c), subject: nameOf(c.subject), notAfter: c.validToDate.toISOString(), source: 'STI_TRUST_ANCHORS' })),
       ...stored.map((a) => ({ fingerprint: a.fingerprint, subject: a.subject, notAfter: new Date(a.notAfter).toISOString(), source: 'database' })),
     ]
     return out.result({ anchors }, anchors.length === 0 ? 'no trust anchors: x5u certificates cannot be trusted (STI_TRUST_ANCHORS, kns shaken trust add)'

@@ -39,7 +39,8 @@ export class Events {
     this.#secret = secret
     this.outbound = { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }
     this.watcher = new LedgerWatcher(db, ledger, new LeaderLock(db, 'ledger-watcher'), { intervalMs: config.ledgerWatchIntervalMs })
-    this.sweeper = new ExpirySweeper(db, { intervalMs: EXPIRY_SWEEP_MS, onExpired: () => this.#deliveries?.wake() })
+    // Its expiries signal the approvals topic like any decision, which wakes the deliveries (decided()).
+    this.sweeper = new ExpirySweeper(db, { intervalMs: EXPIRY_SWEEP_MS })
   }
 
   /** Webhook secrets are sealed under the server secret (a tool without one cannot open them). */

@@ -12,16 +12,14 @@ const BATCH = 500
 export class ExpirySweeper {
   readonly #db: Database
   readonly #intervalMs: number
-  readonly #onExpired: (count: number) => void
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
   #stopped = false
   expired = 0
 
-  constructor(db: Database, options: { intervalMs: number; onExpired?: (count: number) => void }) {
+  constructor(db: Database, options: { intervalMs: number }) {
     this.#db = db
     this.#intervalMs = options.intervalMs
-    this.#onExpired = options.onExpired ?? (() => {})
   }
 
   start(): void {
@@ -40,10 +38,7 @@ export class ExpirySweeper {
       total += count
       if (count < BATCH) break
     }
-    if (total > 0) {
-      this.expired += total
-      this.#onExpired(total)
-    }
+    this.expired += total
     return total
   }
 

@@ -49,6 +49,16 @@ export interface OutboundResponse {
 
 export type OutboundRefusal = 'URL_NOT_ALLOWED' | 'ADDRESS_NOT_ALLOWED'
 
+/**
+ * A short reason for a failed outbound request, never the URL (it may carry a token) nor a raw
+ * stack: the refusal's own message, the timeout's, or the network error's code.
+ */
+export function describeOutboundFailure(err: unknown): string {
+  if (err instanceof OutboundRefusedError || (err instanceof Error && err.name === 'TimeoutError')) return err.message
+  const code = (err as NodeJS.ErrnoException | undefined)?.code
+  return typeof code === 'string' ? `network error (${code})` : 'network error'
+}
+
 /** The request was not sent: the URL or the address it resolves to is not allowed. */
 export class OutboundRefusedError extends Error {
   readonly code: OutboundRefusal

@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto'
 import { DerError } from '../../lib/der.ts'
 import type { CallFailure } from '../../contract/failure-codes.ts'
-import { certificateFacts, tnAuthListCovers, type CertificateFacts } from './x509.ts'
+import { certificateFacts, nameOf, tnAuthListCovers, type CertificateFacts } from './x509.ts'
 
 /** A leaf certificate that chains to a trust anchor, with what the later checks need of it. */
 export interface ValidatedChain {
@@ -19,7 +19,7 @@ export interface ChainFailure { code: CallFailure; message: string }
 /** Longest path from a leaf to an anchor (leaf, intermediates, anchor). */
 const MAX_PATH = 6
 
-const name = (cert: X509Certificate) => cert.subject.replaceAll('\n', ', ')
+const name = (cert: X509Certificate) => nameOf(cert.subject)
 
 /**
  * RFC 5280 path validation as SHAKEN needs it (ATIS-1000080):

@@ -5,7 +5,7 @@ import type { Database, Executor } from '../../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts'
 import { checkOutboundUrl, OutboundRefusedError } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
-import { certificateFacts, parseCertificates } from './x509.ts'
+import { certificateFacts, nameOf, parseCertificates } from './x509.ts'
 
 /** The change signal's subject when credentials change (every process drops its cached keys). */
 export const CREDENTIALS_SUBJECT = 'shaken:credentials'
@@ -62,7 +62,7 @@ export async function addCredential(db: Database, box: SealedBox, input: NewCred
   }
   const row: CredentialRow = {
     name: input.name, key_sealed: box.seal(key.export({ type: 'pkcs8', format: 'pem' }).toString()), chain_pem: chain.map((c) => c.toString()).join(''),
-    x5u: input.x5u, subject: leaf.subject.replaceAll('\n', ', '), not_after: leaf.validToDate.getTime(), created_at: Date.now(),
+    x5u: input.x5u, subject: nameOf(leaf.subject), not_after: leaf.validToDate.getTime(), created_at: Date.now(),
   }
   await db.transaction(async (tx) => {
     const inserted = await tx.run(`INSERT INTO shaken_credentials (name, key_sealed, chain_pem, x5u, subject, not_after, created_at)

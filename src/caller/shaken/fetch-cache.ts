@@ -1,4 +1,4 @@
-import { outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../lib/outbound-http.ts'
+import { describeOutboundFailure, outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../lib/outbound-http.ts'
 import { SingleFlight } from '../../lib/single-flight.ts'
 
 /**
@@ -108,7 +108,7 @@ export class FetchCache<T> {
         entry.staleUntil = Math.max(entry.freshUntil, Math.min(entry.staleUntil, expires))
       }
     } catch (err) {
-      const failure = err instanceof FetchFailed ? err : describe(err)
+      const failure = err instanceof FetchFailed ? err : new FetchFailed(err instanceof OutboundRefusedError ? 'refused' : 'unreachable', describeOutboundFailure(err))
       const now = this.#options.now()
       // A refresh that failed keeps a good value while it may still be served, and is not
       // tried again by every call meanwhile.
@@ -129,12 +129,4 @@ export class FetchCache<T> {
 function unwrap<T>(entry: Entry<T>): T {
   if (entry.error !== undefined) throw entry.error
   return entry.value!
-}
-
-/** A short reason, without the URL's query (it may carry a token) or a raw stack. */
-function describe(err: unknown): FetchFailed {
-  if (err instanceof OutboundRefusedError) return new FetchFailed('refused', err.message)
-  if (err instanceof Error && err.name === 'TimeoutError') return new FetchFailed('unreachable', err.message)
-  const code = (err as NodeJS.ErrnoException | undefined)?.code
-  return new FetchFailed('unreachable', typeof code === 'string' ? `network error (${code})` : 'network error')
 }

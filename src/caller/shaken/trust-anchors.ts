@@ -5,7 +5,7 @@ import { signalChange, type ChangeWatcher } from '../../db/change-signal.ts'
 import { CALLER_TOPIC } from '../../db/change-topics.ts'
 import type { Database, Executor } from '../../db/engine.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
-import { parseCertificates } from './x509.ts'
+import { nameOf, parseCertificates } from './x509.ts'
 
 /** The change signal's subject when the stored anchors change (every process reloads them). */
 export const ANCHORS_SUBJECT = 'shaken:anchors'
@@ -80,7 +80,7 @@ function readAnchorFiles(path: string): X509Certificate[] {
       throw new Error(`STI_TRUST_ANCHORS: ${file} is not a PEM or DER certificate (${err instanceof Error ? err.message : 'unreadable'})`)
     }
     const notCa = certs.find((c) => !c.ca)
-    if (notCa !== undefined) throw new Error(`STI_TRUST_ANCHORS: ${file} holds ${notCa.subject.replaceAll('\n', ', ')}, which is not a CA certificate (CA:TRUE): not a trust anchor`)
+    if (notCa !== undefined) throw new Error(`STI_TRUST_ANCHORS: ${file} holds ${nameOf(notCa.subject)}, which is not a CA certificate (CA:TRUE): not a trust anchor`)
     anchors.push(...certs)
   }
   return anchors
@@ -95,10 +95,10 @@ export async function addTrustAnchors(db: Database, pem: Uint8Array): Promise<St
     throw new ValidationError(`not a PEM or DER certificate: ${err instanceof Error ? err.message : 'unreadable'}`, { field: 'file' })
   }
   for (const cert of certs) {
-    if (!cert.ca) throw new ValidationError(`${cert.subject.replaceAll('\n', ', ')} is not a CA certificate (basicConstraints CA:TRUE): not a trust anchor`, { field: 'file' })
+    if (!cert.ca) throw new ValidationError(`${nameOf(cert.subject)} is not a CA certificate (basicConstraints CA:TRUE): not a trust anchor`, { field: 'file' })
   }
   const now = Date.now()
-  const added = certs.map((cert) => ({ fingerprint: fingerprintOf(cert), subject: cert.subject.replaceAll('\n', ', '), notAfter: cert.validToDate.getTime(), createdAt: now, pem: cert.toString() }))
+  const added = certs.map((cert) => ({ fingerprint: fingerprintOf(cert), subject: nameOf(cert.subject), notAfter: cert.validToDate.getTime(), createdAt: now, pem: cert.toString() }))
   await db.transaction(async (tx) => {
     for (const a of added) {
       await tx.run(`INSERT INTO shaken_trust_anchors (fingerprint, pem, subject, not_after, created_at) VALUES ($1, $2, $3, $4, $5)

@@ -147,6 +147,11 @@ export function tnAuthListCovers(outer: TnAuthList, inner: TnAuthList): boolean 
   })
 }
 
+/** A distinguished name on one line, as people read it: `C=US, O=..., CN=...`. */
+export function nameOf(dn: string): string {
+  return dn.replaceAll('\n', ', ')
+}
+
 /** Reads a certificate's extensions; throws DerError when its DER cannot be read. */
 export function certificateFacts(cert: X509Certificate): CertificateFacts {
   const extensions = extensionsOf(cert.raw)

@@ -4,7 +4,7 @@ import { tnDigits } from '../passport.ts'
 import { isChainFailure } from './chain.ts'
 import { FetchFailed } from './fetch-cache.ts'
 import { checkRevocation } from './revocation.ts'
-import { tnCovered } from './x509.ts'
+import { nameOf, tnCovered } from './x509.ts'
 
 /**
  * The certificate trust source (RFC 8224/8226, ATIS-1000074): the key comes from the leaf
@@ -41,9 +41,9 @@ export const checkCertificateChain = check<CallContext>('check_certificate_chain
   if (isChainFailure(result)) throw new CheckFailed(result.code, result.message)
   ctx.chain = result
   const leaf = result.leaf.cert
-  ctx.subject = leaf.subject.replaceAll('\n', ', ')
+  ctx.subject = nameOf(leaf.subject)
   ctx.candidates = [{ keyId: 'x5u', keystoreId: '', key: leaf.publicKey }]
-  return `${ctx.subject} -> ${result.path.at(-1)!.subject.replaceAll('\n', ', ')} (${result.path.length} certificates)`
+  return `${ctx.subject} -> ${nameOf(result.path.at(-1)!.subject)} (${result.path.length} certificates)`
 })
 
 /**

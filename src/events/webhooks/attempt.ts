@@ -1,4 +1,4 @@
-import { outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../lib/outbound-http.ts'
+import { describeOutboundFailure, outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
 import { webhookHeaders } from './signature.ts'
@@ -35,23 +35,12 @@ export async function attemptDelivery(delivery: ClaimedDelivery, box: SealedBox,
   try {
     response = await outboundRequest(delivery.url, { method: 'POST', headers, body: delivery.body }, outbound)
   } catch (err) {
-    return { delivered: false, status: null, error: describe(err), retry: true }
+    return { delivered: false, status: null, error: err instanceof OutboundRefusedError ? `refused: ${err.message}` : describeOutboundFailure(err), retry: true }
   }
   if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status }
   const said = response.body.toString('utf8').replace(/\s+/g, ' ').trim().slice(0, 200)
   const redirect = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''
   return { delivered: false, status: response.status, error: `answered HTTP ${response.status}${redirect}${said === '' ? '' : `: ${said}`}`, retry: true }
-}
-
-/** A short reason, never the URL (it may carry a token) or a raw stack. */
-function describe(err: unknown): string {
-  if (err instanceof OutboundRefusedError) return `refused: ${err.message}`
-  if (err instanceof Error) {
-    if (err.name === 'TimeoutError') return err.message
-    const code = (err as NodeJS.ErrnoException).code
-    return typeof code === 'string' ? `network error (${code})` : 'network error'
-  }
-  return 'unknown error'
 }
 
 /**

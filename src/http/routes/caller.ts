@@ -25,7 +25,7 @@ export async function verifyCallFor(service: Service, call: { origTN: string; de
 export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const guard = requireScope(service, 'caller')
-  const { keyDirectory: directory, config } = service
+  const directory = service.keyDirectory
 
   app.post('/numsys/call-signature-verification', {
     onRequest: guard,
