@@ -17,6 +17,10 @@ export type Method = (typeof METHODS)[number]
 export type StoredStatus = 'pending' | 'approved' | 'cancelled' | 'expired'
 export type Status = StoredStatus
 
+/** Why the owner cancelled: said no (`denied`), or reported a request they never asked for (`not_me`). */
+export const CANCEL_REASONS = ['denied', 'not_me'] as const
+export type CancelReason = (typeof CANCEL_REASONS)[number]
+
 export interface Approval {
   approvalNumber: string
   apiKeyId: string
@@ -38,13 +42,15 @@ export interface Approval {
   createdAt: number
   expiresAt: number
   decidedAt: number | null
+  /** Set when cancelled (null for requests cancelled before reasons were recorded). */
+  cancelReason: CancelReason | null
 }
 
 interface ApprovalRow {
   approval_number: string; api_key_id: string; vendor_brand: string; reference_number: string; request_hash: string
   title: string; message: string; success_redirect_url: string; cancel_redirect_url: string; method: Method
   object_id: string; phone_number: string | null; status: StoredStatus; wallet: string | null; proof: string | null
-  created_at: number; expires_at: number; decided_at: number | null
+  created_at: number; expires_at: number; decided_at: number | null; cancel_reason: CancelReason | null
 }
 
 function fromRow(r: ApprovalRow): Approval {
@@ -53,7 +59,7 @@ function fromRow(r: ApprovalRow): Approval {
     requestHash: r.request_hash, title: r.title, message: r.message, successRedirectUrl: r.success_redirect_url,
     cancelRedirectUrl: r.cancel_redirect_url, method: r.method, objectId: r.object_id, phoneNumber: r.phone_number,
     status: r.status, wallet: r.wallet, proof: r.proof, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at),
-    decidedAt: r.decided_at === null ? null : Number(r.decided_at),
+    decidedAt: r.decided_at === null ? null : Number(r.decided_at), cancelReason: r.cancel_reason ?? null,
   }
 }
 
@@ -167,11 +173,11 @@ export async function markApproved(db: Database, approvalNumber: string, wallet:
 }
 
 /** pending -> cancelled, under the same rule as markApproved. */
-export async function markCancelled(db: Database, approvalNumber: string, now: number): Promise<boolean> {
+export async function markCancelled(db: Database, approvalNumber: string, reason: CancelReason, now: number): Promise<boolean> {
   return decide(db, 'approval.cancelled', now, (tx) => tx.all<ApprovalRow>(
-    `UPDATE approvals SET status = 'cancelled', decided_at = $1
+    `UPDATE approvals SET status = 'cancelled', decided_at = $1, cancel_reason = $3
      WHERE approval_number = $2 AND status = 'pending' AND expires_at > $1 RETURNING *`,
-    [now, approvalNumber]))
+    [now, approvalNumber, reason]))
 }
 
 /**
@@ -228,6 +234,7 @@ export function decidedDetails(a: Approval): DecidedDetails {
     successRedirectUrl: a.successRedirectUrl,
     cancelRedirectUrl: a.cancelRedirectUrl,
     approvalNumber: a.approvalNumber,
+    referenceNumber: a.referenceNumber,
     createdAt: new Date(a.createdAt).toISOString(),
     approved: a.status === 'approved',
     method: a.method,
@@ -237,5 +244,6 @@ export function decidedDetails(a: Approval): DecidedDetails {
   }
   if (a.phoneNumber !== null) details.phoneNumber = a.phoneNumber
   if (a.status === 'approved' && a.wallet !== null) details.wallet = a.wallet
+  if (a.status === 'cancelled' && a.cancelReason !== null) details.cancelReason = a.cancelReason
   return details
 }

@@ -120,6 +120,7 @@ function newApproval(deps: CreateApprovalDeps, key: ApiKey, request: ApprovalReq
     createdAt: now,
     expiresAt: now + deps.approvalTtlS * 1000,
     decidedAt: null,
+    cancelReason: null,
   }
 }
 

@@ -81,6 +81,7 @@ export const TransactionDetailsResponse = Type.Object({
   successRedirectUrl: Type.String(),
   cancelRedirectUrl: Type.String(),
   approvalNumber: ApprovalNumber,
+  referenceNumber: Type.String({ description: 'extension: the vendor\'s referenceNumber, for the owner to match against the vendor\'s screen' }),
   createdAt: Timestamp,
   approved: Type.Boolean(),
   method: Type.Union([Type.Literal('sign'), Type.Literal('event')]),
@@ -90,6 +91,10 @@ export const TransactionDetailsResponse = Type.Object({
   // Spelled out (not mapped from STATUSES) so that the static type is the union, not never.
   status: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('cancelled'), Type.Literal('expired')], { description: 'extension: pending -> approved | cancelled | expired' }),
   expiresAt: Timestamp,
+  cancelReason: Type.Optional(Type.Union([Type.Literal('denied'), Type.Literal('not_me')], {
+    description: 'extension, on a cancelled request: `denied` (the owner said no) or `not_me` (the owner reported a request they did not make: ' +
+      'treat it as a possible takeover attempt). Absent on requests cancelled before reasons were recorded',
+  })),
   signMessage: Type.String({ description: 'extension: the exact UTF-8 text to sign for a `sign` approval' }),
 })
 
@@ -104,7 +109,12 @@ export const VerifyTransactionRequest = Type.Object({
   approvalNumber: ApprovalNumber,
 })
 
-export const CancelRequest = Type.Object({ approvalNumber: ApprovalNumber })
+export const CancelRequest = Type.Object({
+  approvalNumber: ApprovalNumber,
+  reason: Type.Optional(Type.Union([Type.Literal('denied'), Type.Literal('not_me')], {
+    description: 'extension: `denied` (default: the owner says no) or `not_me` (the owner did not make this request)',
+  })),
+})
 
 export const VerdictResponse = Type.Object({
   success: Type.Boolean(),

@@ -27,21 +27,43 @@ async function pending(method: 'sign' | 'event' = 'sign') {
 const cancel = (approvalNumber: unknown) => post(h, URL, { approvalNumber })
 
 describe('approval-cancel', () => {
-  test('pending -> cancelled: visible in the details, approved stays false', async () => {
+  test('pending -> cancelled: visible in the details, approved stays false, the reason defaults to denied', async () => {
     const { ref, owner } = await pending()
     assertVerdict(await cancel(ref), true)
     const d = await details(h, ref)
     assert.equal(d.status, 'cancelled')
     assert.equal(d.approved, false)
     assert.equal(d.wallet, owner.toSuiAddress())
+    assert.equal(d.cancelReason, 'denied')
   })
 
-  test('cancelling twice is idempotent', async () => {
+  test('"This wasn\'t me": reason not_me, in the details and in the approval.cancelled event', async () => {
     const { ref } = await pending()
+    assertVerdict(await post(h, URL, { approvalNumber: ref, reason: 'not_me' }), true)
+    assert.equal((await details(h, ref)).cancelReason, 'not_me')
+    const event = await h.service.db.get<{ body: string }>(
+      'SELECT body FROM approval_events WHERE approval_number = $1 AND type = $2', [ref, 'approval.cancelled'])
+    const { data } = JSON.parse(event!.body) as { data: Record<string, unknown> }
+    assert.equal(data.cancelReason, 'not_me')
+    assert.equal(data.status, 'cancelled')
+  })
+
+  test('cancelling twice is idempotent: the first reason stays', async () => {
+    const { ref } = await pending()
+    assertVerdict(await post(h, URL, { approvalNumber: ref, reason: 'not_me' }), true)
+    const first = await h.service.db.get('SELECT status, decided_at, cancel_reason FROM approvals WHERE approval_number = $1', [ref])
     assertVerdict(await cancel(ref), true)
-    const first = await h.service.db.get('SELECT status, decided_at FROM approvals WHERE approval_number = $1', [ref])
-    assertVerdict(await cancel(ref), true)
-    assert.deepEqual(await h.service.db.get('SELECT status, decided_at FROM approvals WHERE approval_number = $1', [ref]), first)
+    assertVerdict(await post(h, URL, { approvalNumber: ref, reason: 'denied' }), true)
+    assert.deepEqual(await h.service.db.get('SELECT status, decided_at, cancel_reason FROM approvals WHERE approval_number = $1', [ref]), first)
+    assert.equal((await details(h, ref)).cancelReason, 'not_me')
+  })
+
+  test('an unknown reason is a 400 and cancels nothing', async () => {
+    const { ref } = await pending()
+    for (const reason of ['fraud', '', 7, null]) {
+      assertError(await post(h, URL, { approvalNumber: ref, reason }), 400, 'INVALID_REQUEST', 'reason')
+    }
+    assert.equal((await details(h, ref)).status, 'pending')
   })
 
   test('an approved request cannot be cancelled', async () => {

@@ -23,7 +23,7 @@ after(async () => { await h.close() })
 const get = (query: string) => h.app.inject({ method: 'GET', url: `/numsys/transaction_details${query}` })
 
 describe('transaction_details: contract fields', () => {
-  test('phone variant: every contract field plus status, expiresAt, signMessage', async () => {
+  test('phone variant: every contract field plus status, expiresAt, signMessage and the vendor\'s referenceNumber', async () => {
     const user = await register(h)
     const objectId = (await findByPhone(h.service.db, user.phoneNumber))!.objectId
     const body = approvalBody({ phoneNumber: user.phoneNumber }, { title: 'SIM swap', message: 'Line 1\nLine 2' })
@@ -35,8 +35,10 @@ describe('transaction_details: contract fields', () => {
     const d = res.json()
     assert.deepEqual(Object.keys(d).sort(), [
       'approvalNumber', 'approved', 'cancelRedirectUrl', 'createdAt', 'expiresAt', 'message', 'method', 'objectId', 'phoneNumber',
-      'signMessage', 'status', 'successRedirectUrl', 'title', 'vendorBrand', 'wallet',
+      'referenceNumber', 'signMessage', 'status', 'successRedirectUrl', 'title', 'vendorBrand', 'wallet',
     ])
+    // Shown on the approval page, so that the owner can match it against the vendor's screen.
+    assert.equal(d.referenceNumber, body.referenceNumber)
     assert.equal(d.title, 'SIM swap')
     assert.equal(d.message, 'Line 1\nLine 2')
     assert.equal(d.objectId, objectId)
@@ -100,11 +102,11 @@ describe('transaction_details: contract fields', () => {
     assert.match(d.signMessage as string, /^Vendor: Bob's Phones & Co\.$/m)
   })
 
-  test('internals (key ID, request hash, proof) are never exposed', async () => {
+  test('internals (key ID, request hash, proof) are never exposed; a request not cancelled has no cancelReason', async () => {
     const user = await register(h)
     const ref = await createApproval(h, key, approvalBody({ phoneNumber: user.phoneNumber }))
     const res = await get(`?ref=${ref}`)
-    assert.doesNotMatch(res.body, /apiKeyId|api_key_id|requestHash|request_hash|proof|referenceNumber/)
+    assert.doesNotMatch(res.body, /apiKeyId|api_key_id|requestHash|request_hash|proof|reference_number|cancelReason/)
   })
 })
 

@@ -117,7 +117,7 @@ describe(`coalesced statements (${ENGINE})`, () => {
     approvalNumber: randomBytes(12).toString('hex'), apiKeyId: 'coalesce-test', vendorBrand: 'Acme', referenceNumber,
     requestHash: 'h', title: 't', message: 'm', successRedirectUrl: 'https://a.example/ok', cancelRedirectUrl: 'https://a.example/no',
     method: 'sign', objectId: `0x${'ab'.repeat(32)}`, phoneNumber: null, status: 'pending', wallet: null, proof: null,
-    createdAt: Date.now(), expiresAt: Date.now() + 60_000, decidedAt: null,
+    createdAt: Date.now(), expiresAt: Date.now() + 60_000, decidedAt: null, cancelReason: null,
   })
 
   test('concurrent inserts go in one statement or transaction; a reused reference is refused only for the later twin', async () => {

@@ -115,12 +115,13 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['approvals'],
-      summary: 'Extension: the user declines the request (approval page "Cancel")',
-      description: 'pending -> cancelled; idempotent. An approved or expired request answers `success: false`.',
+      summary: 'Extension: the owner declines the request (approval page "Deny" or "This wasn\'t me")',
+      description: 'pending -> cancelled, with the reason (transaction_details `cancelReason`, the `approval.cancelled` event\'s data); ' +
+        'idempotent, the first reason stays. An approved or expired request answers `success: false`.',
       body: CancelRequest,
       response: withErrors({ 200: VerdictResponse }),
     },
-  }, async (request) => cancelApproval(db, request.body.approvalNumber))
+  }, async (request) => cancelApproval(db, request.body.approvalNumber, request.body.reason))
 }
 
 /**
