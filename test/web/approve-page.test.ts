@@ -10,7 +10,7 @@ import type { Keypair } from '@mysten/sui/cryptography'
 import { approvalBody, details, newKeypair, ownedToken, post, randomApprovalNumber, setExpiry, type ApprovalBody } from '../support/kns.ts'
 import { ledgerApproveMessage } from '../../src/ledger/approve.ts'
 import { maskPhone } from '../../src/identity/phone.ts'
-import { assertClean, horizontalOverflow, launchChromium, layoutShift, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
+import { assertClean, decodeQr, horizontalOverflow, launchChromium, layoutShift, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
 import { TestWallet } from './test-wallet.ts'
 
 const SUCCESS = 'https://vendor.example/approved'
@@ -43,6 +43,14 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
 
   async function heading(page: Page): Promise<string> {
     return (await page.locator('h1:visible').textContent())!.trim()
+  }
+
+  /** After approving: KNS's own confirmation first (no redirect behind the owner's back), then the link on to the vendor. */
+  async function continueToVendor(page: Page): Promise<void> {
+    await page.locator('#final[data-state="approved-here"]').waitFor()
+    assert.equal(await heading(page), 'Approved')
+    await page.getByRole('link', { name: 'Continue to Acme Mobile' }).click()
+    await page.waitForURL(SUCCESS)
   }
 
   test('sign: shows the request, approves with the owner wallet, lands on the success URL', async () => {
@@ -80,7 +88,11 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     await screenshot(page, 'approve-pending')
 
     await page.getByRole('button', { name: 'Approve' }).click()
-    await page.waitForURL(SUCCESS)
+    await page.locator('#final[data-state="approved-here"]').waitFor()
+    assert.equal(page.url(), a.approvalUrl, 'stays on KNS until the owner goes on')
+    assert.match((await page.locator('#final-text').textContent())!, /You approved this request\. Acme Mobile can see your answer now\./)
+    await screenshot(page, 'approve-approved-here')
+    await continueToVendor(page)
     const d = await details(server.h, a.ref)
     assert.equal(d.approved, true)
     assert.equal(d.status, 'approved')
@@ -121,7 +133,7 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     await page.locator('#request').waitFor()
     assert.match((await page.locator('[data-field="method"]').textContent())!, /KNS ledger/)
     await page.getByRole('button', { name: 'Approve' }).click()
-    await page.waitForURL(SUCCESS)
+    await continueToVendor(page)
     assert.deepEqual(calls, ['/ledger/v1/approve', '/numsys/verify_transaction'])
     assert.deepEqual(wallet.signed, [ledgerApproveMessage(a.objectId, a.ref)])
     const d = await details(server.h, a.ref)
@@ -149,7 +161,7 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
 
     wallet.keypair = owner
     await page.getByRole('button', { name: 'Approve' }).click()
-    await page.waitForURL(SUCCESS)
+    await continueToVendor(page)
     assert.equal((await details(server.h, a.ref)).wallet, owner.toSuiAddress())
     await assertClean(watch)
     await context.close()
@@ -180,28 +192,83 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
 
     wallet.tamper = false
     await approve.click()
-    await page.waitForURL(SUCCESS)
+    await continueToVendor(page)
     assert.equal((await details(server.h, a.ref)).approved, true)
     await assertClean(watch)
     await context.close()
   })
 
-  test('cancel records the cancellation and lands on the cancel URL; the link then shows it cancelled', async () => {
+  test('deny asks first ("Go back" and Escape change nothing), then KNS confirms and links on to the cancel URL', async () => {
     const owner = newKeypair()
     const a = await newApproval(owner)
     const { context, page, watch } = await openPage(browser, { wallets: [new TestWallet({ keypair: owner })] })
+    const cancels: string[] = []
+    page.on('request', (r) => { if (r.url().endsWith('/numsys/approval-cancel')) cancels.push(r.postData() ?? '') })
     await page.goto(a.approvalUrl)
-    await page.getByRole('button', { name: 'Cancel request' }).click()
-    await page.waitForURL(CANCEL)
+    await page.locator('#request').waitFor()
+    assert.equal(await page.getByRole('button', { name: 'Cancel request' }).count(), 0, 'no one-tap "Cancel request"')
+
+    await page.getByRole('button', { name: 'Deny' }).click()
+    await page.getByRole('heading', { name: 'Deny this request?' }).waitFor()
+    assert.equal(await page.locator('#approve').isVisible(), false, 'the choice replaces the answer buttons')
+    await screenshot(page, 'approve-deny-confirm')
+    await page.getByRole('button', { name: 'Go back' }).click()
+    assert.equal(await page.locator('#confirm').isVisible(), false)
+    assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'deny', 'focus back on Deny')
+    await page.getByRole('button', { name: 'Deny' }).click()
+    await page.keyboard.press('Escape')
+    assert.equal(await page.locator('#confirm').isVisible(), false, 'Escape goes back')
+    assert.deepEqual(cancels, [], 'nothing sent before the confirmation')
+    assert.equal((await details(server.h, a.ref)).status, 'pending')
+
+    await page.getByRole('button', { name: 'Deny' }).click()
+    await page.getByRole('button', { name: 'Yes, deny' }).click()
+    await page.locator('#final[data-state="denied-here"]').waitFor()
+    assert.equal(await heading(page), 'Request denied')
+    assert.equal(page.url(), a.approvalUrl, 'no redirect behind the owner\'s back')
+    assert.deepEqual(cancels.map((body) => JSON.parse(body)), [{ approvalNumber: a.ref, reason: 'denied' }])
     const d = await details(server.h, a.ref)
     assert.equal(d.status, 'cancelled')
+    assert.equal(d.cancelReason, 'denied')
     assert.equal(d.approved, false)
+    await screenshot(page, 'approve-denied-here')
+    await page.getByRole('link', { name: 'Back to Acme Mobile' }).click()
+    await page.waitForURL(CANCEL)
 
     await page.goto(a.approvalUrl)
     await page.locator('#final').waitFor()
     assert.equal(await heading(page), 'Request cancelled')
     assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0)
     await screenshot(page, 'approve-cancelled')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('"This wasn\'t me": asks, cancels with reason not_me, tells the owner what to do next (again after a reload)', async () => {
+    const owner = newKeypair()
+    const a = await newApproval(owner, { referenceNumber: 'ORDER-4711' })
+    const { context, page, watch } = await openPage(browser, { wallets: [new TestWallet({ keypair: owner })], viewport: { width: 390, height: 844 } })
+    await page.goto(a.approvalUrl)
+    await page.locator('#request').waitFor()
+    assert.equal(await page.locator('[data-field="referenceNumber"]').textContent(), 'ORDER-4711', 'the vendor\'s reference, to match their screen')
+    await page.getByRole('button', { name: 'This wasn\'t me' }).click()
+    await page.getByRole('heading', { name: 'Did you not ask for this?' }).waitFor()
+    await screenshot(page, 'approve-not-me-confirm')
+    await page.getByRole('button', { name: 'Cancel the request' }).click()
+    await page.locator('#final[data-state="reported"]').waitFor()
+    const d = await details(server.h, a.ref)
+    assert.equal(d.status, 'cancelled')
+    assert.equal(d.cancelReason, 'not_me')
+    const steps = await page.locator('#final-steps li').allTextContents()
+    assert.equal(steps.length, 4)
+    assert.match(steps[1]!, /Call your mobile operator/)
+    assert.match(steps[2]!, /Tell Acme Mobile you did not ask for this, quoting reference ORDER-4711/)
+    assert.equal(await page.locator('#final-link').isVisible(), false, 'no link into the flow someone else started')
+    await screenshot(page, 'approve-not-me-done')
+
+    await page.reload()
+    await page.locator('#final[data-state="reported"]').waitFor()
+    assert.equal(await page.locator('#final-steps li').count(), 4, 'the advice stays on the link')
     await assertClean(watch)
     await context.close()
   })
@@ -275,13 +342,60 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     await context.close()
   })
 
-  test('without a Sui wallet the page says so', async () => {
-    const a = await newApproval(newKeypair())
+  test('no wallet on a computer: a QR code of the page replaces Approve before any tap; a wallet that registers later brings it back', async () => {
+    const owner = newKeypair()
+    const a = await newApproval(owner)
     const { context, page, watch } = await openPage(browser)
     await page.goto(a.approvalUrl)
-    await page.getByRole('button', { name: 'Approve' }).click()
-    await page.getByRole('alert').getByText(/No Sui wallet was found/).waitFor()
+    await page.getByRole('heading', { name: 'Continue on your phone' }).waitFor()
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0, 'no Approve that can only fail')
+    assert.ok(await page.getByRole('button', { name: 'Deny' }).isVisible(), 'deny needs no wallet')
+    await page.locator('#qr-code svg path').waitFor()
+    assert.equal(await decodeQr(page), a.approvalUrl, 'the QR code opens this request')
+    assert.match((await page.locator('#no-wallet-text').textContent())!, /^No Sui wallet was found in this browser/)
     await screenshot(page, 'approve-no-wallet')
+
+    // A wallet that registers after the page loaded (an extension late to inject, an app's browser).
+    const wallet = new TestWallet({ keypair: owner })
+    await wallet.installNow(page)
+    await page.getByRole('button', { name: 'Approve' }).waitFor()
+    assert.equal(await page.locator('#no-wallet').isVisible(), false)
+    await page.getByRole('button', { name: 'Approve' }).click()
+    await continueToVendor(page)
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('no wallet on a phone: "Open in Slush" / "Open in Phantom" links to this page, no QR code', async () => {
+    const a = await newApproval(newKeypair())
+    const { context, page, watch } = await openPage(browser, { device: 'phone' })
+    await page.goto(`${a.approvalUrl}#from-sms`)
+    await page.getByRole('heading', { name: 'Approve in your Sui wallet app' }).waitFor()
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0)
+    assert.equal(await page.locator('#qr').isVisible(), false)
+    const encoded = encodeURIComponent(a.approvalUrl)
+    assert.equal(await page.getByRole('link', { name: 'Open in Slush' }).getAttribute('href'), `https://my.slush.app/browse/${encoded}`)
+    assert.equal(await page.getByRole('link', { name: 'Open in Phantom' }).getAttribute('href'),
+      `https://phantom.app/ul/browse/${encoded}?ref=${encodeURIComponent(server.url)}`)
+    for (const link of await page.locator('#wallet-apps a').all()) {
+      const box = (await link.boundingBox())!
+      assert.ok(box.height >= 44 && box.width >= 44, `tap target ${box.width}x${box.height}`)
+    }
+    assert.equal(await horizontalOverflow(page), 0)
+    await screenshot(page, 'approve-390-no-wallet-phone')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('a wallet that cannot do what this request needs is named, with the other ways', async () => {
+    const owner = newKeypair()
+    const a = await newApproval(owner, { method: 'sign' })
+    const limited = new TestWallet({ name: 'Viewer Wallet', keypair: owner, features: ['standard:connect'] })
+    const { context, page, watch } = await openPage(browser, { wallets: [limited] })
+    await page.goto(a.approvalUrl)
+    await page.locator('#no-wallet').waitFor()
+    assert.match((await page.locator('#no-wallet-text').textContent())!, /^Viewer Wallet cannot sign messages, which this request needs\./)
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0)
     await assertClean(watch)
     await context.close()
   })
@@ -305,7 +419,7 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Approve' }).click()
     await screenshot(page, 'approve-wallet-picker')
     await page.getByRole('button', { name: 'Owner Wallet' }).click()
-    await page.waitForURL(SUCCESS)
+    await continueToVendor(page)
     assert.equal((await details(server.h, a.ref)).wallet, owner.toSuiAddress())
     await assertClean(watch)
     await context.close()
@@ -338,14 +452,19 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     await page.locator('#request').waitFor()
     const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.id ?? '')
     const order: string[] = []
-    for (let i = 0; i < 10 && !order.includes('cancel'); i++) {
+    for (let i = 0; i < 10 && !order.includes('not-me'); i++) {
       await page.keyboard.press('Tab')
       order.push(await focused())
     }
-    assert.deepEqual(order.filter((id) => id !== ''), ['approve', 'cancel'], 'Approve, then Cancel')
+    assert.deepEqual(order.filter((id) => id !== ''), ['approve', 'deny', 'not-me'], 'Approve, Deny, then "This wasn\'t me"')
+    await page.keyboard.press('Shift+Tab')
     await page.keyboard.press('Shift+Tab')
     assert.equal(await focused(), 'approve')
     await screenshot(page, 'approve-keyboard-focus')
+    await page.keyboard.press('Enter')
+    await page.locator('#final[data-state="approved-here"]').waitFor()
+    assert.equal(await focused(), 'final-heading', 'focus moves to the confirmation')
+    await page.keyboard.press('Tab')
     await page.keyboard.press('Enter')
     await page.waitForURL(SUCCESS)
     assert.equal((await details(server.h, a.ref)).approved, true)

@@ -85,7 +85,9 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
     assert.match((await page.locator('[data-field="method"]').textContent())!, /Sui transaction/)
     await screenshot(page, 'approve-sui-pending')
     await page.getByRole('button', { name: 'Approve' }).click()
-    await page.waitForURL('https://vendor.example/approved', { timeout: 20_000 })
+    await page.locator('#final[data-state="approved-here"]').waitFor({ timeout: 20_000 })
+    await page.getByRole('link', { name: /^Continue to / }).click()
+    await page.waitForURL('https://vendor.example/approved')
 
     assert.deepEqual(seen, [{ chain: 'sui:testnet', sender: owner.toSuiAddress() }])
     assert.deepEqual(posts, ['/numsys/verify_transaction'], 'asked once, then waited instead of asking again')
@@ -98,7 +100,7 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
     await context.close()
   })
 
-  test('a wallet without sui:signAndExecuteTransaction is not offered for an event approval', async () => {
+  test('a wallet without sui:signAndExecuteTransaction is not offered for an event approval: the page says why before any tap', async () => {
     const owner = newKeypair()
     const tokenId = normalizeSuiAddress(`0x${randomBytes(32).toString('hex')}`)
     stub.world.addToken(tokenId, owner.toSuiAddress())
@@ -107,8 +109,8 @@ describe('approval page on LEDGER=sui', { skip: SKIP, timeout: 120_000 }, () => 
     const wallet = new TestWallet({ keypair: owner, features: ['standard:connect', 'sui:signPersonalMessage'] })
     const { context, page, watch } = await openPage(browser, { wallets: [wallet] })
     await page.goto(approvalUrl)
-    await page.getByRole('button', { name: 'Approve' }).click()
-    await page.getByRole('alert').getByText('KNS Test Wallet cannot execute Sui transactions, which this request needs.', { exact: false }).waitFor()
+    await page.locator('#no-wallet').getByText('KNS Test Wallet cannot execute Sui transactions, which this request needs.', { exact: false }).waitFor()
+    assert.equal(await page.getByRole('button', { name: 'Approve' }).count(), 0)
     assert.deepEqual(wallet.signed, [])
     await assertClean(watch)
     await context.close()

@@ -56,9 +56,21 @@ export interface PageWatch {
  * A fresh browser context and page at `viewport`, with the vendor's redirect targets
  * (https://vendor.example/*) answered locally, and the given wallets registered.
  */
-export async function openPage(browser: Browser, options: { wallets?: TestWallet[]; viewport?: { width: number; height: number } } = {}):
-  Promise<{ context: BrowserContext; page: Page; watch: PageWatch }> {
-  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1024, height: 800 }, deviceScaleFactor: 1 })
+export async function openPage(browser: Browser, options: {
+  wallets?: TestWallet[]
+  viewport?: { width: number; height: number }
+  /** `phone`: 390x844 with touch (CSS `pointer: coarse`), as a phone's browser. */
+  device?: 'phone'
+  colorScheme?: 'light' | 'dark'
+} = {}): Promise<{ context: BrowserContext; page: Page; watch: PageWatch }> {
+  const phone = options.device === 'phone'
+  const context = await browser.newContext({
+    viewport: options.viewport ?? (phone ? { width: 390, height: 844 } : { width: 1024, height: 800 }),
+    deviceScaleFactor: 1,
+    hasTouch: phone,
+    isMobile: phone,
+    colorScheme: options.colorScheme ?? 'light',
+  })
   const page = await context.newPage()
   page.setDefaultTimeout(15_000)
   await context.route('https://vendor.example/**', (route) =>
@@ -111,6 +123,31 @@ export async function assertAccessible(page: Page, state: string): Promise<void>
 export async function assertClean(watch: PageWatch): Promise<void> {
   assert.deepEqual(await watch.cspViolations(), [], 'CSP violations')
   assert.deepEqual(watch.errors, [], 'page errors')
+}
+
+/**
+ * Reads the QR code drawn in #qr-code with an independent decoder (jsQR): the SVG is drawn onto
+ * a canvas in the page (a data: image, which the CSP allows) and its pixels decoded here.
+ */
+export async function decodeQr(page: Page): Promise<string | null> {
+  const { width, height, pixels } = await page.evaluate(async () => {
+    const doc = (globalThis as any).document
+    const svg = doc.querySelector('#qr-code svg')
+    const image = new (globalThis as any).Image()
+    image.src = `data:image/svg+xml;base64,${(globalThis as any).btoa(new (globalThis as any).XMLSerializer().serializeToString(svg))}`
+    await image.decode()
+    const size = 300
+    const canvas = doc.createElement('canvas')
+    canvas.width = size
+    canvas.height = size
+    const context = canvas.getContext('2d')
+    context.imageSmoothingEnabled = false
+    context.drawImage(image, 0, 0, size, size)
+    return { width: size, height: size, pixels: Array.from(context.getImageData(0, 0, size, size).data as number[]) }
+  })
+  // A CommonJS module whose types say `export default`: Node's import gives module.exports as `default`, the function itself.
+  const jsQR = (await import('jsqr')).default as unknown as (data: Uint8ClampedArray, width: number, height: number) => { data: string } | null
+  return jsQR(Uint8ClampedArray.from(pixels), width, height)?.data ?? null
 }
 
 /** Widest content vs. viewport: > 0 means the page scrolls sideways. */

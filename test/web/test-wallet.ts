@@ -49,6 +49,13 @@ export class TestWallet {
     await page.addInitScript(registerTestWallet, { name: this.name, bridge, features: this.features })
   }
 
+  /** Registers the wallet in the document already loaded, as a wallet that injects itself late does. */
+  async installNow(page: Page): Promise<void> {
+    const bridge = `__knsTestWallet_${this.name.replace(/\W/g, '_')}`
+    await page.exposeFunction(bridge, (op: string, payload: Record<string, string>) => this.#handle(op, payload))
+    await page.evaluate(registerTestWallet, { name: this.name, bridge, features: this.features })
+  }
+
   async #handle(op: string, payload: Record<string, string>): Promise<unknown> {
     if (op === 'connect') {
       if (this.reject === 'connect') throw new Error('Connection request rejected by the user')

@@ -132,9 +132,9 @@ export async function runApproval(ctx: FlowContext): Promise<void> {
   await verifyTransaction(ref, digest, true)
 }
 
-/** POST /numsys/approval-cancel. */
-export async function cancelApproval(approvalNumber: string): Promise<void> {
-  check(await fromApi(postJson<Verdict>('/numsys/approval-cancel', { approvalNumber })))
+/** POST /numsys/approval-cancel: the owner said no (`denied`) or did not make the request (`not_me`). */
+export async function cancelApproval(approvalNumber: string, reason: 'denied' | 'not_me'): Promise<void> {
+  check(await fromApi(postJson<Verdict>('/numsys/approval-cancel', { approvalNumber, reason })))
 }
 
 /** The vendor's redirect URL, only if it is http(s) (the API validates it too). */

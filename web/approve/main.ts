@@ -1,16 +1,22 @@
 /**
  * The approval page, GET /approve?ref=<approvalNumber>: loads transaction_details, shows the
- * request with a live countdown, and approves through a Wallet Standard wallet or cancels.
+ * request with a live countdown, and approves through a Wallet Standard wallet (or, without one,
+ * offers the ways that work: wallet apps, a QR code), denies, or takes "This wasn't me"; each
+ * decision ends on a KNS confirmation screen with a link on to the vendor.
  */
 import '../shared/base.css'
 import './approve.css'
 import { ApiError, getJson } from '../shared/api.ts'
 import { readPageConfig } from '../shared/page-config.ts'
-import { approvalKind, cancelApproval, FlowError, runApproval, safeRedirect, waitForDecision, type Details } from './flow.ts'
+import { approvalKind, cancelApproval, FlowError, runApproval, waitForDecision, type Details } from './flow.ts'
 import {
-  el, hideWalletPicker, setBusy, setProgress, showCountdown, showError, showFinal, showRequest, showWalletPicker,
+  el, finalStateOf, hideConfirm, hideWalletPicker, setBusy, setProgress, showAnswerWays, showConfirm, showCountdown, showError, showFinal,
+  showRequest, showWalletPicker, type AnswerWays, type ConfirmKind,
 } from './view.ts'
-import { compatibleWallets, connectWallet, normalizeAddress, requiredFeatures, shortAddress, suiWallets, type Wallet } from './wallet.ts'
+import {
+  compatibleWallets, connectWallet, normalizeAddress, onWalletRegistered, requiredFeatures, shortAddress, suiWallets, type Wallet,
+} from './wallet.ts'
+import { drawQrCode, onTouchDevice, pageLink, WALLET_APPS } from './ways.ts'
 
 const APPROVAL_NUMBER = /^[0-9a-f]{24}$/
 /** Codes after which the request can no longer be answered: show its new state instead. */
@@ -81,7 +87,7 @@ async function watchDecision(current: Details): Promise<void> {
       if (busy) return
       clearInterval(timer)
       details = now
-      return showFinal(now.status, now)
+      return showFinal(finalStateOf(now), now)
     } catch {
       if (stop.signal.aborted) return
       // Offline for a moment: try again, more slowly each time.
@@ -103,8 +109,9 @@ async function load(): Promise<void> {
     if (err instanceof ApiError && (err.status === 404 || err.status === 400)) return showFinal('unknown')
     return showFinal('unavailable', undefined, err instanceof Error ? err.message : undefined)
   }
-  if (details.status !== 'pending') return showFinal(details.status, details)
+  if (details.status !== 'pending') return showFinal(finalStateOf(details), details)
   showRequest(details, config)
+  offerWays()
   tick()
   timer = setInterval(tick, 1000)
   void watchDecision(details)
@@ -128,6 +135,35 @@ function beginAction(): Details | null {
   hideWalletPicker()
   showError(null)
   return details
+}
+
+/** How this browser can approve: a wallet here, or the ways that work without one. */
+function currentWays(current: Details): AnswerWays {
+  if (!current.wallet) return { kind: 'no-owner' }
+  const kind = approvalKind(current, config)
+  if (compatibleWallets(requiredFeatures(kind)).length > 0) return { kind: 'wallet' }
+  const installed = suiWallets()
+  const what = kind === 'transaction' ? 'execute Sui transactions' : 'sign messages'
+  const unsuitable = installed.length > 0 ? `${installed.map((w) => w.name).join(', ')} cannot ${what}, which this request needs.` : null
+  const link = pageLink(current.approvalNumber)
+  return { kind: 'no-wallet', touch: onTouchDevice(), apps: WALLET_APPS.map((app) => ({ name: app.name, href: app.link(link) })), unsuitable }
+}
+
+let qrDrawn = false
+
+/** Shows the answer that works in this browser, before anyone taps: again whenever a wallet registers. */
+function offerWays(): void {
+  if (details === null || details.status !== 'pending') return
+  const ways = currentWays(details)
+  showAnswerWays(ways)
+  if (ways.kind === 'no-wallet' && !ways.touch && !qrDrawn) {
+    qrDrawn = true
+    drawQrCode(el('qr-code'), pageLink(details.approvalNumber)).catch(() => {
+      // The encoder chunk did not load (offline): the text and the hint still say what to do.
+      qrDrawn = false
+      el('qr').hidden = true
+    })
+  }
 }
 
 /** Connects `wallet`, insists on the owner's account, then runs the approval. */
@@ -154,9 +190,9 @@ async function approveWith(wallet: Wallet): Promise<void> {
     chosen = wallet
     await runApproval({ details: current, config, wallet, account, progress: setProgress })
     clearInterval(timer)
-    const target = safeRedirect(current.successRedirectUrl)
-    setProgress(`Approved. Taking you back to ${current.vendorBrand}…`)
-    if (target !== null) location.assign(target)
+    setProgress('')
+    // KNS confirms, and the owner goes on to the vendor when ready (no redirect behind their back).
+    showFinal('approved-here', { ...current, status: 'approved', approved: true, wallet: account.address })
   } catch (err) {
     fail(err)
   }
@@ -165,42 +201,51 @@ async function approveWith(wallet: Wallet): Promise<void> {
 function onApprove(): void {
   if (busy || details === null) return
   showError(null)
-  if (!details.wallet) {
-    showError('This phone number has no owner wallet on the ledger, so the request cannot be approved here.')
-    return
-  }
-  const kind = approvalKind(details, config)
-  const wallets = compatibleWallets(requiredFeatures(kind))
+  const wallets = compatibleWallets(requiredFeatures(approvalKind(details, config)))
   if (chosen !== null && wallets.includes(chosen)) return void approveWith(chosen)
   if (wallets.length === 1) return void approveWith(wallets[0]!)
   if (wallets.length > 1) return showWalletPicker(wallets, (w) => void approveWith(w))
-  const installed = suiWallets()
-  if (installed.length > 0) {
-    const what = kind === 'transaction' ? 'execute Sui transactions' : 'sign messages'
-    return showError(`${installed.map((w) => w.name).join(', ')} cannot ${what}, which this request needs. Use another Sui wallet.`)
-  }
-  showError(
-    'No Sui wallet was found in this browser. Open this page in your Sui wallet app\'s browser, ' +
-    'or install a Sui wallet extension, then try again.')
+  // The wallet went away since the page offered Approve: offer what works instead.
+  offerWays()
 }
 
-async function onCancel(): Promise<void> {
+/** Deny or "This wasn't me": asks first, then cancels with the reason and confirms. */
+function askToCancel(kind: ConfirmKind): void {
+  if (busy || details === null) return
+  showError(null)
+  hideWalletPicker()
+  showConfirm(kind, details)
+}
+
+function backFromConfirm(): void {
+  if (busy) return
+  const kind = el('confirm').dataset.kind
+  hideConfirm()
+  el(kind === 'not-me' ? 'not-me' : 'deny').focus()
+}
+
+async function onConfirmCancel(): Promise<void> {
+  const reason = el('confirm').dataset.kind === 'not-me' ? 'not_me' : 'denied'
   const current = beginAction()
   if (current === null) return
-  setProgress('Cancelling the request…')
+  setProgress(reason === 'not_me' ? 'Cancelling the request…' : 'Denying the request…')
   try {
-    await cancelApproval(current.approvalNumber)
+    await cancelApproval(current.approvalNumber, reason)
     clearInterval(timer)
-    setProgress(`Request cancelled. Taking you back to ${current.vendorBrand}…`)
-    const target = safeRedirect(current.cancelRedirectUrl)
-    if (target !== null) location.assign(target)
-    else showFinal('cancelled', { ...current, status: 'cancelled' })
+    setProgress('')
+    showFinal(reason === 'not_me' ? 'reported' : 'denied-here', { ...current, status: 'cancelled', cancelReason: reason })
   } catch (err) {
+    hideConfirm()
     fail(err)
   }
 }
 
 el('approve').addEventListener('click', onApprove)
-el('cancel').addEventListener('click', () => void onCancel())
+el('deny').addEventListener('click', () => askToCancel('deny'))
+el('not-me').addEventListener('click', () => askToCancel('not-me'))
+el('confirm-yes').addEventListener('click', () => void onConfirmCancel())
+el('confirm-no').addEventListener('click', backFromConfirm)
+el('confirm').addEventListener('keydown', (event) => { if (event.key === 'Escape') backFromConfirm() })
 el('retry-load').addEventListener('click', () => void load())
+onWalletRegistered(() => { if (!busy) offerWays() })
 void load()

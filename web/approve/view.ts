@@ -48,11 +48,13 @@ export function showRequest(details: Details, config: PageConfig): void {
   setField('title', details.title)
   setField('message', details.message)
   setField('phone', details.phoneNumber ? maskPhone(details.phoneNumber) : 'Not known')
+  setField('referenceNumber', details.referenceNumber)
   setTime('createdAt', details.createdAt)
   setTime('expiresAt', details.expiresAt)
   // What approving does, in plain words; the mechanics stay behind "Technical details".
   setField('what', `Approving tells ${details.vendorBrand} that you, the owner of this phone number, agree to this request. ` +
-    'It does not transfer your number or your funds. If you did not ask for this, do not approve it.')
+    `It does not transfer your number or your funds. Check that the reference matches the one ${details.vendorBrand} shows you. ` +
+    'If you did not ask for this, do not approve it: choose "This wasn\'t me".')
   setField('method', methodLabel(details, config))
   const owner = document.querySelector<HTMLElement>('[data-field="owner"]')!
   owner.textContent = details.wallet ? shortAddress(details.wallet) : 'None'
@@ -69,23 +71,71 @@ export function showCountdown(remainingMs: number): void {
   node.classList.toggle('urgent', remainingMs < 60_000)
 }
 
-export type FinalState = 'approved' | 'cancelled' | 'expired' | 'unknown' | 'unavailable'
+/**
+ * Where the page ends. `approved`, `cancelled`, `reported` and `expired` are read from the API
+ * (another tab, the wallet app, a reload); `approved-here` and `denied-here` follow this page's
+ * own action and say so.
+ */
+export type FinalState = 'approved' | 'approved-here' | 'denied-here' | 'cancelled' | 'reported' | 'expired' | 'unknown' | 'unavailable'
 
-const FINAL_TEXT: Record<FinalState, { heading: string; text: (d?: Details) => string }> = {
+interface FinalCopy {
+  heading: string
+  text: (d?: Details) => string
+  /** What to do next, as a numbered list. */
+  steps?: (d?: Details) => string[]
+  /** The vendor's page the link leads to (none: no link). */
+  link?: { to: 'success' | 'cancel'; label: (vendor: string) => string }
+}
+
+const FINAL_TEXT: Record<FinalState, FinalCopy> = {
   approved: {
     heading: 'Already approved',
     text: (d) => `This request was approved${d?.wallet ? ` by wallet ${shortAddress(d.wallet)}` : ''}. Nothing more to do.`,
+    link: { to: 'success', label: (vendor) => `Back to ${vendor}` },
   },
-  cancelled: { heading: 'Request cancelled', text: () => 'This request was cancelled. It can no longer be approved.' },
+  'approved-here': {
+    heading: 'Approved',
+    text: (d) => `You approved this request. ${d?.vendorBrand ?? 'The vendor'} can see your answer now.`,
+    link: { to: 'success', label: (vendor) => `Continue to ${vendor}` },
+  },
+  'denied-here': {
+    heading: 'Request denied',
+    text: (d) => `You said no. ${d?.vendorBrand ?? 'The vendor'} can see your answer now, and this request can no longer be approved.`,
+    link: { to: 'cancel', label: (vendor) => `Back to ${vendor}` },
+  },
+  cancelled: {
+    heading: 'Request cancelled',
+    text: () => 'This request was cancelled. It can no longer be approved.',
+    link: { to: 'cancel', label: (vendor) => `Back to ${vendor}` },
+  },
+  reported: {
+    heading: 'Cancelled: you did not ask for this',
+    text: (d) => `Nothing was approved, and ${d?.vendorBrand ?? 'the vendor'} can see that you did not make this request. ` +
+      'Someone may be trying to take over your phone number. What to do now:',
+    steps: (d) => [
+      'Do not approve any request you did not make, even if someone calls or texts you about it.',
+      'Call your mobile operator on the number on its website or your bill (not one from a message). Say someone may be trying ' +
+        'to move your number to a new SIM and ask them to lock it.',
+      `Tell ${d?.vendorBrand ?? 'the company that sent this'} you did not ask for this${d ? `, quoting reference ${d.referenceNumber}` : ''}.`,
+      'Change the passwords of accounts that send codes to this number.',
+    ],
+  },
   expired: {
     heading: 'Request expired',
     text: (d) => `This request was not answered in time and can no longer be approved.${d ? ` If you still need it, ask ${d.vendorBrand} to send a new one.` : ''}`,
+    link: { to: 'cancel', label: (vendor) => `Back to ${vendor}` },
   },
   unknown: {
     heading: 'Request not found',
     text: () => 'This link does not match any approval request. Check that you opened the whole link you were sent.',
   },
   unavailable: { heading: 'Could not load the request', text: () => 'The service could not be reached.' },
+}
+
+/** The final state of a decided request as the API reports it. */
+export function finalStateOf(details: Details): FinalState {
+  if (details.status === 'cancelled') return details.cancelReason === 'not_me' ? 'reported' : 'cancelled'
+  return details.status === 'pending' ? 'unknown' : details.status
 }
 
 /** A request that cannot be answered (or could not be loaded). Moves focus to the heading. */
@@ -99,12 +149,20 @@ export function showFinal(state: FinalState, details?: Details, reason?: string)
   el('final-text').textContent = reason ?? copy.text(details)
   el('final-title').textContent = details ? details.title : ''
   el('final-title').hidden = details === undefined
+  const steps = el('final-steps')
+  steps.replaceChildren(...(copy.steps?.(details) ?? []).map((text) => {
+    const item = document.createElement('li')
+    item.textContent = text
+    return item
+  }))
+  steps.hidden = copy.steps === undefined
   const link = el<HTMLAnchorElement>('final-link')
-  const target = details ? safeRedirect(state === 'approved' ? details.successRedirectUrl : details.cancelRedirectUrl) : null
+  const target = details && copy.link ? safeRedirect(copy.link.to === 'success' ? details.successRedirectUrl : details.cancelRedirectUrl) : null
   link.hidden = target === null
+  link.className = `button ${state === 'approved-here' ? 'primary' : 'secondary'}`
   if (target !== null) {
     link.href = target
-    link.textContent = `Back to ${details!.vendorBrand}`
+    link.textContent = copy.link!.label(details!.vendorBrand)
   }
   el('retry-load').hidden = state !== 'unavailable'
   document.title = `${copy.heading} · KNS`
@@ -117,7 +175,7 @@ export function showFinal(state: FinalState, details?: Details, reason?: string)
 }
 
 export function setBusy(busy: boolean): void {
-  for (const id of ['approve', 'cancel']) el(id).setAttribute('aria-disabled', String(busy))
+  for (const id of ['approve', 'deny', 'not-me', 'confirm-yes', 'confirm-no']) el(id).setAttribute('aria-disabled', String(busy))
   el('request').setAttribute('aria-busy', String(busy))
 }
 
@@ -160,5 +218,75 @@ export function showWalletPicker(wallets: Wallet[], onPick: (wallet: Wallet) => 
 
 export function hideWalletPicker(): void {
   el('wallet-picker').hidden = true
-  el('approve').hidden = false
+  el('approve').hidden = !el('no-wallet').hidden
+}
+
+/** How this browser can answer: with a wallet here, or (none) the ways that work without one. */
+export type AnswerWays =
+  | { kind: 'wallet' }
+  | { kind: 'no-wallet'; touch: boolean; apps: { name: string; href: string }[]; unsuitable: string | null }
+  | { kind: 'no-owner' }
+
+/**
+ * Without a usable wallet, the way that works replaces Approve before anyone taps it: wallet
+ * apps' links on a phone, a QR code (drawn by the caller into #qr-code) on a computer. Deny and
+ * "This wasn't me" need no wallet and stay.
+ */
+export function showAnswerWays(ways: AnswerWays): void {
+  const none = ways.kind !== 'wallet'
+  el('no-wallet').hidden = !none
+  el('approve').hidden = none || !el('wallet-picker').hidden
+  if (ways.kind === 'wallet') return
+  el('wallet-apps').hidden = true
+  el('qr').hidden = true
+  if (ways.kind === 'no-owner') {
+    el('no-wallet-heading').textContent = 'This request cannot be approved here'
+    el('no-wallet-text').textContent = 'The ledger shows no wallet owning this phone number, so nobody can approve it. You can still deny it.'
+    el('no-wallet-hint').textContent = ''
+    return
+  }
+  el('no-wallet-heading').textContent = ways.touch ? 'Approve in your Sui wallet app' : 'Continue on your phone'
+  el('no-wallet-text').textContent = (ways.unsuitable === null ? 'No Sui wallet was found in this browser. ' : `${ways.unsuitable} `) +
+    (ways.touch
+      ? 'Open this page in the app of the wallet that owns this number:'
+      : 'Scan this code with your phone to open this request there, in your Sui wallet app.')
+  if (ways.touch) {
+    const apps = el('wallet-apps')
+    apps.replaceChildren(...ways.apps.map((app, i) => {
+      const link = document.createElement('a')
+      link.className = `button ${i === 0 ? 'primary' : 'secondary'}`
+      link.href = app.href
+      link.rel = 'noreferrer'
+      link.textContent = `Open in ${app.name}`
+      return link
+    }))
+    apps.hidden = false
+  } else {
+    el('qr').hidden = false
+  }
+  el('no-wallet-hint').textContent = ways.touch
+    ? 'Another Sui wallet app: open its browser and paste this page\'s address.'
+    : 'Or add a Sui wallet extension to this browser, then reload this page.'
+}
+
+export type ConfirmKind = 'deny' | 'not-me'
+
+/** Asks before a decision that cannot be undone; the choice buttons take the place of the answer buttons. */
+export function showConfirm(kind: ConfirmKind, details: Details): void {
+  el('confirm-heading').textContent = kind === 'deny' ? 'Deny this request?' : 'Did you not ask for this?'
+  el('confirm-text').textContent = kind === 'deny'
+    ? `${details.vendorBrand} will see that you said no, and the request can no longer be approved.`
+    : `We will cancel the request so nobody can approve it, and let ${details.vendorBrand} know you did not make it.`
+  el('confirm-yes').textContent = kind === 'deny' ? 'Yes, deny' : 'Cancel the request'
+  el('confirm').dataset.kind = kind
+  el('confirm').hidden = false
+  for (const id of ['actions', 'wallet-picker', 'no-wallet']) el(id).dataset.covered = 'true'
+  el('not-me').hidden = true
+  el('confirm-heading').focus()
+}
+
+export function hideConfirm(): void {
+  el('confirm').hidden = true
+  for (const id of ['actions', 'wallet-picker', 'no-wallet']) delete el(id).dataset.covered
+  el('not-me').hidden = false
 }

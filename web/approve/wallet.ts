@@ -27,6 +27,11 @@ export function compatibleWallets(features: string[]): Wallet[] {
   return getWallets().get().filter((w) => features.every((f) => has(w, f)))
 }
 
+/** Calls `listener` whenever a wallet registers (a wallet app's browser may inject its wallet after the page has loaded). */
+export function onWalletRegistered(listener: () => void): void {
+  getWallets().on('register', listener)
+}
+
 /** Every registered wallet that announces a Sui chain, whatever its features. */
 export function suiWallets(): Wallet[] {
   return getWallets().get().filter((w) => w.chains.some((chain) => chain.startsWith('sui:')))
