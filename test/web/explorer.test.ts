@@ -7,7 +7,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, Page, Request } from 'playwright-core'
 import { seedCommand } from '../../src/cli/stats-commands.ts'
-import { describePeriod, formatData } from '../../web/explorer/format.ts'
+import { upsertWifiNodes } from '../../src/stats/ingest/ingest.ts'
+import { describePeriod, formatChange, formatData, previousLabel } from '../../web/explorer/format.ts'
 import { assertClean, horizontalOverflow, launchChromium, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
 
 const CHARTS = ['gateway-data', 'gateway-clients', 'gateway-sessions', 'wifi-data', 'wifi-clients', 'wifi-sessions']
@@ -25,10 +26,31 @@ async function api<T>(server: WebServer, path: string, body?: unknown): Promise<
 
 interface RangeStats { periodUsage: { currentSessions: number; currentClients: number; currentUsageMB: number; sessions: number[][]; gatewayNodes: { uid: string }[] } }
 
+/** Seven WiFi nodes on one spot in Tokyo, as a venue with several access points reports them. */
+const TOKYO_SPOT = Array.from({ length: 7 }, (_, i) => ({
+  uid: `wifi-tokyo-${i + 1}`, name: `Tokyo Station AP ${i + 1}`, status: i === 6 ? 'Offline' : 'Online', model: 'KNS-AP2',
+  wifi_level: 'WiFi 6', lat: 35.6812, lon: 139.7671,
+}))
+
 async function seed(server: WebServer): Promise<void> {
   const values = { demo: true, sessions: '3000', days: '30', numbers: '300', seed: '7' }
   await seedCommand(server.h.service, { values, positionals: [] } as unknown as Parameters<typeof seedCommand>[1],
     { json: true, result: () => {}, note: () => {} })
+  await upsertWifiNodes(server.h.service.db, TOKYO_SPOT as unknown as Parameters<typeof upsertWifiNodes>[1])
+}
+
+/** The map's targets (single nodes and clusters) as drawn: how many nodes each stands for, its box, and what is hit at its centre. */
+async function mapTargets(page: Page): Promise<Array<{ key: string; count: number; w: number; h: number; cx: number; cy: number; hitsItself: boolean; hit: string }>> {
+  // elementFromPoint sees the viewport only: the map in the middle of it.
+  await page.evaluate(`document.querySelector('#map').scrollIntoView({ block: 'center' })`)
+  return page.evaluate(`[...document.querySelectorAll('#map .node, #map .cluster')].map((g) => {
+    const box = (g.querySelector('.hit, .cluster-disc')).getBoundingClientRect()
+    const cx = box.left + box.width / 2
+    const cy = box.top + box.height / 2
+    const hit = document.elementFromPoint(cx, cy)
+    return { key: g.dataset.key, count: Number(g.dataset.count ?? 1), w: box.width, h: box.height, cx, cy, hitsItself: hit !== null && g.contains(hit),
+      hit: hit === null ? 'nothing' : hit.tagName + '.' + hit.getAttribute('class') }
+  })`)
 }
 
 /** Waits until the period's answers are drawn (main not busy) and the map is there. */
@@ -91,8 +113,8 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     const wifi = await api<{ uid: string }[]>(server, 'Wifi/wifi-nodes', {})
     assert.ok(gateways.length >= 8 && wifi.length >= 8)
     assert.ok(((await page.locator('#map svg path.land').getAttribute('d')) ?? '').length > 5000, 'land outline')
-    assert.equal(await page.locator('#map circle.marker.gateway').count(), gateways.length)
-    assert.equal(await page.locator('#map rect.marker.wifi').count(), wifi.length)
+    const targets = await mapTargets(page)
+    assert.equal(targets.reduce((n, t) => n + t.count, 0), gateways.length + wifi.length, 'every node is a marker or in a cluster')
     assert.ok(await page.locator('#map .marker.status-online').count() > 0)
 
     // The node table: every node, by uid.
@@ -111,9 +133,9 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     assert.equal(await text(page, '[data-total="ns-total"]'), int.format(ns.totalNS))
 
     // Details on hover.
-    const marker = page.locator('#map circle.marker.gateway').first()
+    const marker = page.locator('#map .node[data-network="gateway"]').first()
     const uid = await marker.getAttribute('data-uid')
-    await marker.hover({ force: true })
+    await marker.hover()
     await page.locator('#map-tip').waitFor()
     assert.match(await text(page, '#map-tip'), new RegExp(`Gateway · ${uid}`))
     await screenshot(page, 'explorer-seeded')
@@ -137,11 +159,20 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       await answered
       await page.locator('main[aria-busy="false"]').waitFor()
       assert.equal(await page.getByRole('button', { name: preset.replace(/(\d)([a-z])/, '$1 $2') }).getAttribute('aria-pressed'), 'true')
+      // Each endpoint twice: the period, and the period of the same length before it (the changes).
       const paths = posted.map((r) => new URL(r.url()).pathname).sort()
-      assert.deepEqual(paths, ['/api/v1/UsageGraph/global-public-gateway-stats', '/api/v1/UsageGraph/global-public-ns-stats', '/api/v1/UsageGraph/global-public-wifi-stats'])
-      const body = JSON.parse(posted.find((r) => r.url().endsWith('gateway-stats'))!.postData()!) as { start: string; end: string }
+      assert.deepEqual(paths, ['gateway', 'gateway', 'ns', 'ns', 'wifi', 'wifi'].map((n) => `/api/v1/UsageGraph/global-public-${n}-stats`))
+      const [body, earlier] = posted.filter((r) => r.url().endsWith('gateway-stats')).map((r) => JSON.parse(r.postData()!) as { start: string; end: string })
+        .sort((a, b) => Date.parse(b.start) - Date.parse(a.start)) as [{ start: string; end: string }, { start: string; end: string }]
       const length = Date.parse(body.end) - Date.parse(body.start)
       assert.ok(Math.abs(length - { '7d': 7, '24h': 1, '1y': 365 }[preset] * DAY) < 60_000, `${preset}: ${length}`)
+      assert.equal(earlier.end, body.start, 'the period before ends where this one starts')
+      assert.equal(Date.parse(earlier.end) - Date.parse(earlier.start), length)
+      const previous = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', earlier)
+      const now = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
+      assert.equal(await text(page, '[data-change="gateway-sessions"]'),
+        formatChange(now.periodUsage.currentSessions, previous.periodUsage.currentSessions) === '' ? ''
+          : `${formatChange(now.periodUsage.currentSessions, previous.periodUsage.currentSessions)} vs ${previousLabel(length)}`)
       const expected = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
       assert.equal(await text(page, '[data-total="gateway-sessions"]'), int.format(expected.periodUsage.currentSessions))
       assert.equal(await text(page, '[data-total="gateway-clients"]'), int.format(expected.periodUsage.currentClients))
@@ -166,7 +197,8 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Show' }).click()
     await answered
     await page.locator('main[aria-busy="false"]').waitFor()
-    const body = JSON.parse(posted.find((r) => r.url().endsWith('gateway-stats'))!.postData()!) as { start: string; end: string }
+    const body = posted.filter((r) => r.url().endsWith('gateway-stats')).map((r) => JSON.parse(r.postData()!) as { start: string; end: string })
+      .sort((a, b) => Date.parse(b.start) - Date.parse(a.start))[0]!
     assert.equal(body.start, `${from}T00:00:00.000Z`)
     assert.equal(body.end, new Date(Date.parse(`${to}T00:00:00Z`) + DAY).toISOString())
     assert.equal((((await page.locator('#chart-gateway-sessions svg path.line:not(.partial)').getAttribute('d')) ?? '').match(/[ML]/g) ?? []).length, 8)
@@ -211,6 +243,53 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     await context.close()
   })
 
+  for (const [label, device] of [['1440x900', undefined], ['390x844 (phone)', 'phone']] as const) {
+    test(`map at ${label}: every node reachable through a 24 px+ target; clusters count, zoom by keyboard, and list nodes that share a spot`, async () => {
+      const { context, page, watch } = await openPage(browser, device === 'phone' ? { device } : { viewport: { width: 1440, height: 900 } })
+      await page.goto(`${server.url}/`)
+      await settled(page)
+      const nodes = (await page.locator('#node-table tbody tr').count())
+      const targets = await mapTargets(page)
+      assert.equal(targets.reduce((n, t) => n + t.count, 0), nodes, 'markers and cluster counts add up to every node')
+      for (const t of targets) {
+        assert.ok(t.w >= 24 && t.h >= 24, `target ${t.key.slice(0, 40)} is ${t.w.toFixed(1)}x${t.h.toFixed(1)} px`)
+        assert.ok(t.hitsItself, `target ${t.key.slice(0, 40)} is not covered by another (${t.hit} at ${t.cx.toFixed(0)},${t.cy.toFixed(0)})`)
+      }
+      assert.ok(targets.some((t) => t.count >= 7), 'the seven nodes on one spot are one cluster')
+
+      // Keyboard: Tab reaches the map's targets; Enter on the Tokyo cluster zooms in, until its
+      // nodes are apart or (one spot) listed, each with a link to its page.
+      const tokyo = () => page.locator('#map .cluster[aria-label*="Tokyo Station AP"]').first()
+      let listed = 0
+      for (let i = 0; i < 8 && listed === 0; i++) {
+        const zoom = Number(await page.locator('#map').getAttribute('data-zoom'))
+        await tokyo().focus()
+        await page.keyboard.press('Enter')
+        listed = await page.locator('#map-tip a').count()
+        if (listed === 0) assert.ok(Number(await page.locator('#map').getAttribute('data-zoom')) > zoom, `Enter on a cluster zooms in: ${zoom} -> ${await page.locator('#map').getAttribute('data-zoom')} ${await page.locator('#map .cluster').evaluateAll((l) => l.map((g) => g.getAttribute('aria-label')).join(' / '))} tip=${await page.locator('#map-tip').textContent()}`)
+      }
+      assert.ok(listed >= 7, `the spot's nodes are listed (${listed})`)
+      const names = await page.locator('#map-tip a').allTextContents()
+      for (const n of TOKYO_SPOT) assert.ok(names.some((name) => name.startsWith(n.name)), `${n.name} listed`)
+      assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.tagName), 'A', 'focus moves into the list')
+      // The tip keeps node IDs whole.
+      const broken = await page.evaluate(`[...document.querySelectorAll('#map-tip a')].filter((a) => a.getClientRects().length > 1).length`)
+      assert.equal(broken, 0)
+      await screenshot(page, `explorer-map-${device ?? 'desktop'}-cluster-list`)
+
+      // The controls: zoom in, and out to the whole world again.
+      if (Number(await page.locator('#map').getAttribute('data-zoom')) > 1) await page.getByRole('button', { name: 'Zoom out to the whole world' }).click()
+      assert.equal(await page.locator('#map').getAttribute('data-zoom'), '1.00')
+      assert.ok(await page.getByRole('button', { name: 'Zoom out to the whole world' }).isDisabled(), 'nothing to reset at the whole world')
+      await page.getByRole('button', { name: 'Zoom in', exact: true }).click()
+      assert.equal(await page.locator('#map').getAttribute('data-zoom'), '2.00')
+      await page.getByRole('button', { name: 'Zoom out to the whole world' }).click()
+      assert.equal(await page.locator('#map').getAttribute('data-zoom'), '1.00')
+      await assertClean(watch)
+      await context.close()
+    })
+  }
+
   test('first render: figures, charts and map on screen well under 1 s after navigation start', async (t) => {
     // A plain context: openPage's request interception would slow every request down.
     const context = await browser.newContext()
@@ -229,14 +308,17 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
   })
 
   test('375 px: no horizontal scroll, map tap shows details', async () => {
-    const { context, page, watch } = await openPage(browser, { viewport: { width: 375, height: 740 } })
+    const { context, page, watch } = await openPage(browser, { device: 'phone', viewport: { width: 375, height: 740 } })
     await page.goto(`${server.url}/`)
     await settled(page)
     assert.equal(await horizontalOverflow(page), 0)
-    const marker = page.locator('#map rect.marker.wifi').first()
-    await marker.click({ force: true })
+    // Tap clusters (each zooms in) until single markers show, then tap one.
+    for (let i = 0; i < 6 && await page.locator('#map .node').count() === 0; i++) await page.locator('#map .cluster').first().tap()
+    const marker = page.locator('#map .node').first()
+    const network = await marker.getAttribute('data-network')
+    await marker.tap()
     await page.locator('#map-tip').waitFor()
-    assert.match(await text(page, '#map-tip'), /WiFi node · wifi-/)
+    assert.match(await text(page, '#map-tip'), network === 'wifi' ? /WiFi node · wifi-/ : /Gateway · gw-/)
     assert.equal(await horizontalOverflow(page), 0)
     await screenshot(page, 'explorer-375')
     await assertClean(watch)

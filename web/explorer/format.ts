@@ -95,3 +95,29 @@ export function countryName(code: string): string {
   if (code === 'ZZ') return 'Non-geographic'
   try { return regionNames?.of(code) ?? code } catch { return code }
 }
+
+/**
+ * A period total against the one of the same length just before it: "▲ 12%", "▼ 3%", "no change",
+ * "new" (nothing before), or nothing at all when both are zero.
+ */
+export function formatChange(current: number, previous: number): string {
+  if (current === 0 && previous === 0) return ''
+  if (previous === 0) return 'new'
+  const pct = ((current - previous) / previous) * 100
+  if (Math.abs(pct) < 0.5) return 'no change'
+  const size = Math.abs(pct)
+  return `${pct > 0 ? '▲' : '▼'} ${size >= 10 ? integer.format(size) : String(Math.round(size * 10) / 10)}%`
+}
+
+/** "the 30 days before", "the 24 hours before": what a change is measured against. */
+export function previousLabel(lengthMs: number): string {
+  if (lengthMs < 2 * DAY) return `the ${Math.round(lengthMs / HOUR)} hours before`
+  return `the ${Math.round(lengthMs / DAY)} days before`
+}
+
+/** The period of the same length that ends where `period` starts. */
+export function previousPeriod(period: Period): Period {
+  const start = Date.parse(period.start)
+  const length = Date.parse(period.end) - start
+  return { start: new Date(start - length).toISOString(), end: period.start }
+}

@@ -1,13 +1,18 @@
 /**
- * The public network explorer (GET /): all-time figures, a period driving the gateway, WiFi and
- * sign-up charts, a world map and a table of the nodes. Everything from the public statistics
- * endpoints (docs/stats.md); all text is set with textContent.
+ * The public network explorer (GET /): all-time figures and the nodes online, a period driving
+ * the gateway, WiFi and sign-up charts (each total against the period before), a world map, a
+ * searchable table of the nodes and a page per node. Refreshes itself every minute while shown.
+ * Everything from the public statistics endpoints (docs/stats.md); all text is set with textContent.
  */
 import '../shared/base.css'
 import './explorer.css'
 import { ApiError, getJson, postJson } from '../shared/api.ts'
 import { areaChart, stackedBars } from './charts.ts'
-import { byteUnitFor, countryName, customPeriod, describePeriod, formatData, formatInt, presetPeriod, type Period, type Preset } from './format.ts'
+import {
+  byteUnitFor, countryName, customPeriod, describePeriod, formatChange, formatData, formatDecimal, formatInt, presetPeriod, previousLabel,
+  previousPeriod, type Period, type Preset,
+} from './format.ts'
+import { emptyRow, nodeHref, setNodes, showNodePage, wireNodeTable } from './node-table.ts'
 import { toMapNodes, type MapNode, type WifiNodeJson } from './nodes.ts'
 import type { GlobalStatsAnswer, NsStatsAnswer, RangeStatsAnswer } from '../../src/contract/api-types.ts'
 
@@ -17,7 +22,8 @@ type RangeStats = RangeStatsAnswer
 type NsStats = NsStatsAnswer
 
 const API = '/api/v1'
-const TABLE_PAGE = 100
+/** How often a shown page refreshes itself (a hidden tab waits until it is shown again). */
+const REFRESH_MS = 60_000
 /** Countries drawn separately in the sign-up chart; the rest are stacked as "Other". */
 const TOP_COUNTRIES = 6
 
@@ -35,8 +41,10 @@ const state = {
   generation: 0,
   wifiNodes: null as WifiNodeJson[] | null,
   nodes: [] as MapNode[],
-  tableShown: TABLE_PAGE,
+  /** What the map was drawn from: a refresh redraws it (and loses its zoom) only when a node changed. */
+  mapDrawnFor: '',
   global: null as GlobalStats | null,
+  lastLoad: 0,
   totalNS: null as number | null,
 }
 
@@ -87,38 +95,57 @@ function lastBucketPartial(series: number[][], period: Period): boolean {
   return last !== undefined && step !== undefined && last + step > Date.parse(period.end)
 }
 
-function renderNetwork(network: 'gateway' | 'wifi', stats: RangeStats, period: Period): void {
+/** A period total's change against the period before, with what it is measured against. */
+function setChange(key: string, current: number, previous: number, period: Period): void {
+  const el = document.querySelector<HTMLElement>(`[data-change="${key}"]`)
+  if (el === null) return
+  const change = formatChange(current, previous)
+  el.textContent = change === '' ? '' : `${change} vs ${previousLabel(Date.parse(period.end) - Date.parse(period.start))}`
+  el.dataset['trend'] = change.startsWith('▲') ? 'up' : change.startsWith('▼') ? 'down' : 'flat'
+}
+
+function renderNetwork(network: 'gateway' | 'wifi', stats: RangeStats, before: RangeStats, period: Period): void {
   const p = stats.periodUsage
+  const q = before.periodUsage
   setTotal(`${network}-mb`, formatData(p.currentUsageMB))
   setTotal(`${network}-clients`, formatInt(p.currentClients))
   setTotal(`${network}-sessions`, formatInt(p.currentSessions))
+  setChange(`${network}-mb`, p.currentUsageMB, q.currentUsageMB, period)
+  setChange(`${network}-clients`, p.currentClients, q.currentClients, period)
+  setChange(`${network}-sessions`, p.currentSessions, q.currentSessions, period)
   const name = network === 'gateway' ? 'Gateways' : 'WiFi'
   const partial = { partial: lastBucketPartial(p.sessions, period) }
   // One unit for the whole chart, the largest its peak allows (TB for a busy year, not millions of MB).
   const { unit, perMB } = byteUnitFor(Math.max(0, ...p.dataUsageMB.map((point) => point[1] ?? 0)))
   const caption = $(`chart-${network}-data`).previousElementSibling
   if (caption !== null) caption.textContent = `Data usage (${unit})`
-  areaChart($(`chart-${network}-data`), p.dataUsageMB.map(([t, v]) => [t!, v! / perMB]), `${name} data usage`, unit, undefined, partial)
-  areaChart($(`chart-${network}-clients`), p.clients, `${name} clients`, 'clients', undefined, partial)
-  areaChart($(`chart-${network}-sessions`), p.sessions, `${name} sessions`, 'sessions', undefined, partial)
+  areaChart($(`chart-${network}-data`), p.dataUsageMB.map(([t, v]) => [t!, v! / perMB]), `${name} data usage`, unit,
+    { ...partial, format: (v) => `${formatDecimal(v)} ${unit}` })
+  // Clients per bucket are that bucket's unique clients: they overlap, so no total is added up.
+  areaChart($(`chart-${network}-clients`), p.clients, `${name} clients`, 'clients',
+    { ...partial, additive: false, format: (v) => `${formatInt(v)} unique clients` })
+  areaChart($(`chart-${network}-sessions`), p.sessions, `${name} sessions`, 'sessions', { ...partial, format: (v) => `${formatInt(v)} sessions` })
 }
 
-function renderSignups(ns: NsStats, period: Period): void {
+function renderSignups(ns: NsStats, before: NsStats, period: Period): void {
   const { ts, perCountry, ns: inPeriod } = ns.periodUsage
   setTotal('ns-period', formatInt(inPeriod))
+  setChange('ns-period', inPeriod, before.periodUsage.ns, period)
   setTotal('ns-total', formatInt(ns.totalNS))
   const sums = Object.entries(perCountry).map(([code, values]) => ({ code, values, sum: values.reduce((a, b) => a + b, 0) }))
     .sort((a, b) => b.sum - a.sum || a.code.localeCompare(b.code))
-  const stacks = sums.slice(0, TOP_COUNTRIES).map((c) => ({ key: c.code, values: c.values }))
+  const stacks = sums.slice(0, TOP_COUNTRIES).map((c) => ({ key: c.code, name: countryName(c.code), values: c.values }))
   const rest = sums.slice(TOP_COUNTRIES)
-  if (rest.length > 0) stacks.push({ key: 'other', values: ts.map((_, i) => rest.reduce((s, c) => s + (c.values[i] ?? 0), 0)) })
-  stackedBars($('chart-ns'), ts, stacks, 'Sign-ups per country', { w: 640, h: 200 }, { partial: lastBucketPartial(ts.map((t) => [t]), period) })
+  if (rest.length > 0) {
+    stacks.push({ key: 'other', name: `Other (${rest.length})`, values: ts.map((_, i) => rest.reduce((s, c) => s + (c.values[i] ?? 0), 0)) })
+  }
+  stackedBars($('chart-ns'), ts, stacks, 'Sign-ups per country', { partial: lastBucketPartial(ts.map((t) => [t]), period), format: formatInt })
   $('ns-legend').replaceChildren(...stacks.map((st, k) => {
     const li = document.createElement('li')
     const key = document.createElement('span')
     key.className = `key s${k}`
     key.setAttribute('aria-hidden', 'true')
-    li.append(key, st.key === 'other' ? `Other (${rest.length})` : countryName(st.key))
+    li.append(key, st.name)
     return li
   }))
   const inPeriodBy = new Map(sums.map((c) => [c.code, c.sum]))
@@ -138,50 +165,29 @@ function renderSignups(ns: NsStats, period: Period): void {
   if (rows.length === 0) body.append(emptyRow(3, 'No sign-ups yet'))
 }
 
-function emptyRow(columns: number, text: string): HTMLTableRowElement {
-  const tr = document.createElement('tr')
-  const td = document.createElement('td')
-  td.colSpan = columns
-  td.className = 'muted'
-  td.textContent = text
-  tr.append(td)
-  return tr
-}
-
-function renderTable(): void {
-  const filter = $<HTMLSelectElement>('node-filter').value
-  const nodes = state.nodes.filter((n) => filter === 'all' || n.network === filter)
-  const body = $<HTMLTableElement>('node-table').tBodies[0]!
-  body.replaceChildren(...nodes.slice(0, state.tableShown).map((n) => {
-    const tr = document.createElement('tr')
-    tr.dataset['uid'] = n.uid
-    tr.dataset['network'] = n.network
-    const cells = [n.name, n.network === 'gateway' ? 'Gateway' : 'WiFi', n.status, n.detail, n.uid]
-    cells.forEach((text, i) => {
-      const td = document.createElement('td')
-      if (i === 2) {
-        const badge = document.createElement('span')
-        badge.className = `badge status-${text.toLowerCase()}`
-        badge.textContent = text
-        td.append(badge)
-      } else {
-        td.textContent = text
-      }
-      if (i === 4) td.className = 'mono'
-      tr.append(td)
-    })
-    return tr
-  }))
-  if (nodes.length === 0) body.append(emptyRow(5, 'No nodes yet'))
-  $('node-count').textContent = nodes.length === 0 ? '' : `${formatInt(Math.min(nodes.length, state.tableShown))} of ${formatInt(nodes.length)}`
-  $('node-more').hidden = nodes.length <= state.tableShown
-}
-
 async function renderMap(): Promise<void> {
+  const drawnFor = JSON.stringify(state.nodes)
+  if (drawnFor === state.mapDrawnFor) return
   const box = $('map')
   const { drawMap } = await mapModule
-  drawMap(box, $('map-tip'), state.nodes)
+  drawMap(box, $('map-tip'), state.nodes, { nodeHref })
+  state.mapDrawnFor = drawnFor
   box.classList.remove('loading')
+}
+
+/** Nodes and the share online, beside the all-time figures. */
+function renderNodeFigures(): void {
+  const online = state.nodes.filter((n) => n.status === 'Online').length
+  setFigure('fig-nodes', formatInt(state.nodes.length), state.nodes.length)
+  setFigure('fig-online', state.nodes.length === 0 ? '0' : `${formatInt(online)} (${Math.round((online / state.nodes.length) * 100)}%)`, online)
+}
+
+function markUpdated(): void {
+  state.lastLoad = Date.now()
+  const time = document.createElement('time')
+  time.dateTime = new Date(state.lastLoad).toISOString()
+  time.textContent = new Date(state.lastLoad).toLocaleTimeString('en-GB', { timeZone: 'UTC' })
+  $('updated').replaceChildren('Updated ', time, ' UTC · refreshes every minute')
 }
 
 function setLoading(on: boolean): void {
@@ -190,29 +196,39 @@ function setLoading(on: boolean): void {
   for (const el of document.querySelectorAll('.chart-box')) el.classList.toggle('loading', on)
 }
 
-async function loadPeriod(period: Period): Promise<void> {
+/**
+ * The period's statistics and those of the period of the same length before it (for the
+ * changes), in parallel. `quiet`: a refresh, drawn over the old figures without the loading state.
+ */
+async function loadPeriod(period: Period, quiet = false): Promise<void> {
   const generation = ++state.generation
-  setLoading(true)
+  if (!quiet) setLoading(true)
   $('error').hidden = true
+  const before = previousPeriod(period)
   try {
-    const [gateway, wifi, ns, wifiNodes] = await Promise.all([
+    const [gateway, wifi, ns, gatewayBefore, wifiBefore, nsBefore, wifiNodes] = await Promise.all([
       postJson<RangeStats>(`${API}/UsageGraph/global-public-gateway-stats`, period),
       postJson<RangeStats>(`${API}/UsageGraph/global-public-wifi-stats`, period),
       postJson<NsStats>(`${API}/UsageGraph/global-public-ns-stats`, period),
-      state.wifiNodes === null ? postJson<WifiNodeJson[]>(`${API}/Wifi/wifi-nodes`, {}).then((r) => r.body) : Promise.resolve(state.wifiNodes),
+      postJson<RangeStats>(`${API}/UsageGraph/global-public-gateway-stats`, before),
+      postJson<RangeStats>(`${API}/UsageGraph/global-public-wifi-stats`, before),
+      postJson<NsStats>(`${API}/UsageGraph/global-public-ns-stats`, before),
+      state.wifiNodes === null || quiet ? postJson<WifiNodeJson[]>(`${API}/Wifi/wifi-nodes`, {}).then((r) => r.body) : Promise.resolve(state.wifiNodes),
     ])
     if (generation !== state.generation) return
     state.wifiNodes = wifiNodes
-    renderNetwork('gateway', gateway.body, period)
-    renderNetwork('wifi', wifi.body, period)
-    renderSignups(ns.body, period)
+    renderNetwork('gateway', gateway.body, gatewayBefore.body, period)
+    renderNetwork('wifi', wifi.body, wifiBefore.body, period)
+    renderSignups(ns.body, nsBefore.body, period)
     const series = gateway.body.periodUsage.sessions
     const step = series.length > 1 ? series[1]![0]! - series[0]![0]! : ns.body.periodUsage.ts.length > 1 ? ns.body.periodUsage.ts[1]! - ns.body.periodUsage.ts[0]! : 3_600_000
     $('period-label').textContent = series.length === 0 ? '' : describePeriod(period, step, Date.now())
     state.nodes = toMapNodes(gateway.body.periodUsage.gatewayNodes, wifiNodes)
-    renderTable()
+    setNodes(state.nodes)
+    renderNodeFigures()
     updateEmpty()
     setLoading(false)
+    markUpdated()
     await renderMap()
   } catch (err) {
     if (generation !== state.generation) return
@@ -254,6 +270,17 @@ async function start(): Promise<void> {
   $<HTMLInputElement>('custom-start').max = today
   $<HTMLInputElement>('custom-end').max = today
   await Promise.all([loadFigures().then(updateEmpty).catch(showError), loadPeriod(state.period)])
+  if (location.hash.startsWith('#node=')) showNodePage(true)
+}
+
+/** Figures, and a period that ends now, brought up to date; a custom period in the past does not change. */
+function refresh(): void {
+  state.lastLoad = Date.now()
+  void loadFigures().then(updateEmpty).catch(() => {})
+  if (state.preset !== 'custom') {
+    state.period = presetPeriod(state.preset, Date.now())
+    void loadPeriod(state.period, true)
+  } else markUpdated()
 }
 
 for (const chip of document.querySelectorAll<HTMLButtonElement>('[data-preset]')) {
@@ -263,7 +290,10 @@ $('custom-apply').addEventListener('click', applyCustom)
 for (const id of ['custom-start', 'custom-end']) {
   $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') applyCustom() })
 }
-$('node-filter').addEventListener('change', () => { state.tableShown = TABLE_PAGE; renderTable() })
-$('node-more').addEventListener('click', () => { state.tableShown += TABLE_PAGE * 5; renderTable() })
+wireNodeTable()
 $('retry').addEventListener('click', () => { void start() })
+setInterval(() => { if (document.visibilityState === 'visible' && Date.now() - state.lastLoad >= REFRESH_MS - 1000) refresh() }, 5000)
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && state.lastLoad > 0 && Date.now() - state.lastLoad >= REFRESH_MS) refresh()
+})
 void start()
