@@ -60,7 +60,10 @@ async function settled(page: Page): Promise<void> {
   await page.locator('#fig-ns:not(.loading)').waitFor()
 }
 
-const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim()
+const text = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent()) ?? '').trim()
+
+/** A period of `days` ending now, as the page asks for it. */
+const presetBody = (days: number) => ({ start: new Date(Date.now() - days * DAY).toISOString(), end: new Date().toISOString() })
 
 describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
   let server: WebServer
@@ -289,6 +292,132 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       await context.close()
     })
   }
+
+  for (const [label, device] of [['1440x900', undefined], ['390x844 (phone)', 'phone']] as const) {
+    test(`charts at ${label}: 12 px axis labels, several dates, each bucket's value by hover or tap and by keyboard`, async () => {
+      const { context, page, watch } = await openPage(browser, device === 'phone' ? { device } : { viewport: { width: 1440, height: 900 } })
+      await page.goto(`${server.url}/`)
+      await settled(page)
+      for (const id of CHARTS) {
+        const axis = await page.locator(`#chart-${id} svg`).evaluate((root: any) => {
+          const scale = root.getBoundingClientRect().width / root.viewBox.baseVal.width
+          const texts = [...root.querySelectorAll('text.axis')] as any[]
+          const g = globalThis as any
+          return { px: Math.min(...texts.map((t) => parseFloat(g.getComputedStyle(t).fontSize) * scale)), xLabels: texts.filter((t) => /[A-Za-z]/.test(t.textContent)).length }
+        })
+        assert.ok(axis.px >= 12, `${id}: axis text ${axis.px.toFixed(1)} px on screen`)
+        assert.ok(axis.xLabels >= 3, `${id}: ${axis.xLabels} date labels`)
+      }
+      // Clients per day are daily uniques: the chart never adds them up into a "total" that would contradict the headline.
+      assert.doesNotMatch(await text(page, '#chart-gateway-clients svg > title'), /total/)
+      assert.match(await text(page, '#chart-gateway-sessions svg > title'), /total/)
+
+      // Hover (or tap) the third bucket: its date and the API's value.
+      const body = presetBody(30)
+      const stats = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
+      const series = stats.periodUsage.sessions
+      const chart = page.locator('#chart-gateway-sessions')
+      await chart.scrollIntoViewIfNeeded()
+      const box = (await chart.locator('svg').boundingBox())!
+      const x = box.x + 44 + ((box.width - 54) * 2) / (series.length - 1)
+      if (device === 'phone') await page.touchscreen.tap(x, box.y + box.height / 2)
+      else await page.mouse.move(x, box.y + box.height / 2)
+      const readout = chart.locator('.chart-readout')
+      await readout.waitFor()
+      assert.match(await readout.innerText(), new RegExp(`${int.format(series[2]![1]!)} sessions`))
+      await screenshot(page, `explorer-${device ?? 'desktop'}-chart-readout`)
+
+      // Keyboard: focus the chart, End is the (unfinished) current bucket, ArrowLeft the one before.
+      await chart.focus()
+      await page.keyboard.press('End')
+      assert.match(await readout.innerText(), new RegExp(`\\(so far\\)[\\s\\S]*${int.format(series.at(-1)![1]!)} sessions`))
+      await page.keyboard.press('ArrowLeft')
+      assert.match(await readout.innerText(), new RegExp(`${int.format(series.at(-2)![1]!)} sessions`))
+      await page.keyboard.press('Escape')
+      assert.equal(await readout.isVisible(), false)
+      await assertClean(watch)
+      await context.close()
+    })
+  }
+
+  test('nodes: search, sort, a page per node (from the table, the map and a link), cards that fit a phone', async () => {
+    const { context, page, watch } = await openPage(browser, { device: 'phone' })
+    await page.goto(`${server.url}/`)
+    await settled(page)
+    const all = await page.locator('#node-table tbody tr').count()
+    // No 638 px table in a 324 px box: every row fits, the status included.
+    const fit = await page.evaluate(`(() => {
+      const box = document.querySelector('#node-table').parentElement.getBoundingClientRect()
+      const rows = [...document.querySelectorAll('#node-table tbody tr')]
+      return { table: document.querySelector('#node-table').scrollWidth, box: box.width,
+        badgesOutside: rows.filter((r) => { const b = r.querySelector('.badge').getBoundingClientRect(); return b.right > box.right + 0.5 || b.left < box.left - 0.5 }).length }
+    })()`) as { table: number; box: number; badgesOutside: number }
+    assert.ok(fit.table <= fit.box + 0.5, `table ${fit.table} px in a ${fit.box} px box`)
+    assert.equal(fit.badgesOutside, 0, 'every status is inside the box')
+
+    await page.getByRole('searchbox', { name: 'Search' }).fill('tokyo station')
+    assert.equal(await page.locator('#node-table tbody tr').count(), TOKYO_SPOT.length)
+    assert.equal(await text(page, '#node-count'), `7 of 7 matching (${all} in all)`)
+    await screenshot(page, 'explorer-390-node-search')
+    await page.getByRole('searchbox', { name: 'Search' }).fill('no such node')
+    assert.equal(await text(page, '#node-table tbody'), 'No node matches the search')
+    await page.getByRole('searchbox', { name: 'Search' }).fill('')
+
+    // Sort by status: Offline first, then (again) Pending first.
+    const statusSort = page.locator('#node-table th[data-sort="status"] button')
+    await statusSort.click()
+    assert.equal(await page.locator('#node-table th[data-sort="status"]').getAttribute('aria-sort'), 'ascending')
+    assert.equal(await text(page, '#node-table tbody tr:first-child .badge'), 'Offline')
+    await statusSort.click()
+    assert.equal(await page.locator('#node-table th[data-sort="status"]').getAttribute('aria-sort'), 'descending')
+    assert.equal(await text(page, '#node-table tbody tr:first-child .badge'), 'Pending')
+    assert.equal(await page.locator('#node-table th[data-sort="name"]').getAttribute('aria-sort'), null)
+
+    // A node's page, from its name in the table; the address can be shared.
+    await page.getByRole('searchbox', { name: 'Search' }).fill('Tokyo Station AP 3')
+    await page.getByRole('link', { name: 'Tokyo Station AP 3' }).click()
+    await page.getByRole('heading', { name: 'Tokyo Station AP 3' }).waitFor()
+    assert.equal(new URL(page.url()).hash, '#node=wifi:wifi-tokyo-3')
+    assert.match(await text(page, '#node-page-facts'), /IDwifi-tokyo-3/)
+    assert.match(await text(page, '#node-page-facts'), /Location35\.6812, 139\.7671/)
+    await screenshot(page, 'explorer-390-node-page')
+    await page.goBack()
+    assert.equal(await page.locator('#node-page').isVisible(), false)
+
+    await page.goto(`${server.url}/#node=gateway:gw-0001`)
+    await settled(page)
+    await page.locator('#node-page').waitFor()
+    assert.match(await text(page, '#node-page-facts'), /IDgw-0001/)
+    await page.goto(`${server.url}/#node=gateway:no-such-node`)
+    await settled(page)
+    await page.getByRole('heading', { name: 'Node not found' }).waitFor()
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('headline: node count and share online; "last updated", refreshed every minute without a reload', async () => {
+    const { context, page, watch } = await openPage(browser, { viewport: { width: 1440, height: 900 } })
+    await page.clock.install()
+    await page.goto(`${server.url}/`)
+    await settled(page)
+    const gateways = (await api<RangeStats & { periodUsage: { gatewayNodes: { status: string }[] } }>(server, 'UsageGraph/global-public-gateway-stats', presetBody(1))).periodUsage.gatewayNodes
+    const wifi = await api<{ status: string }[]>(server, 'Wifi/wifi-nodes', {})
+    const nodes = [...gateways, ...wifi]
+    const online = nodes.filter((n) => n.status === 'Online').length
+    assert.equal(await text(page, '#fig-nodes'), int.format(nodes.length))
+    assert.equal(await text(page, '#fig-online'), `${int.format(online)} (${Math.round((online / nodes.length) * 100)}%)`)
+    const updated = await page.locator('#updated time').getAttribute('datetime')
+    assert.ok(updated !== null && Math.abs(Date.parse(updated) - Date.now()) < 120_000, `updated ${updated}`)
+    assert.match(await text(page, '#updated'), /^Updated \d\d:\d\d:\d\d UTC · refreshes every minute$/)
+
+    const refreshed = page.waitForRequest((r) => r.url().endsWith('/global-public-gateway-stats'))
+    await page.clock.fastForward(65_000)
+    await refreshed
+    await page.waitForFunction((before) => (globalThis as any).document.querySelector('#updated time')?.getAttribute('datetime') !== before, updated)
+    assert.equal(await page.locator('main').getAttribute('aria-busy'), 'false', 'a refresh does not blank the page')
+    await assertClean(watch)
+    await context.close()
+  })
 
   test('first render: figures, charts and map on screen well under 1 s after navigation start', async (t) => {
     // A plain context: openPage's request interception would slow every request down.

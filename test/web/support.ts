@@ -104,8 +104,31 @@ export async function openPage(browser: Browser, options: {
  */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(RESULTS_DIR, { recursive: true })
-  await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true })
-  await assertAccessible(page, name)
+  const original = page.viewportSize()
+  // Every state at both widths and in both colour schemes: photographed, and checked by axe.
+  for (const viewport of SCREENSHOT_VIEWPORTS) {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.setViewportSize(viewport)
+      await page.emulateMedia({ colorScheme })
+      await settle(page)
+      await page.screenshot({ path: join(RESULTS_DIR, `${name}-${viewport.width}${colorScheme === 'dark' ? '-dark' : ''}.png`), fullPage: true })
+      await assertAccessible(page, `${name} at ${viewport.width}x${viewport.height}, ${colorScheme}`)
+    }
+  }
+  if (original !== null) await page.setViewportSize(original)
+  await page.emulateMedia({ colorScheme: null })
+  await settle(page)
+}
+
+/** The widths every state is photographed and checked at: a laptop's and a phone's. */
+export const SCREENSHOT_VIEWPORTS = [{ width: 1440, height: 900 }, { width: 390, height: 844 }] as const
+
+/** Two animation frames: resize observers and style changes have run. */
+function settle(page: Page): Promise<void> {
+  return page.evaluate(() => new Promise<void>((resolve) => {
+    const g = globalThis as any
+    g.requestAnimationFrame(() => g.requestAnimationFrame(() => resolve()))
+  }))
 }
 
 let axeSource: string | undefined

@@ -4,15 +4,13 @@
  * text is real 12 px text on a phone as on a desktop. Every bucket's value can be read: hover or
  * tap a bucket, or focus the chart and use the arrow keys (Home/End, Escape).
  */
-import { bucketLabel, formatCompact } from './format.ts'
+import { bucketLabel, formatCompact, tickIndices } from './format.ts'
 
 const SVG = 'http://www.w3.org/2000/svg'
 export interface Size { w: number; h: number }
 /** Width / height of a small chart and of a wide one. */
 const RATIO = { small: 320 / 170, wide: 640 / 220 }
 const PAD = { left: 44, right: 10, top: 12, bottom: 26 }
-/** Room per x-axis label, in px: how many labels fit. */
-const LABEL_ROOM = 96
 
 export function svg<K extends keyof SVGElementTagNameMap>(name: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
   const el = document.createElementNS(SVG, name)
@@ -31,16 +29,6 @@ function niceMax(max: number): number {
 function sizeOf(container: HTMLElement, ratio: number): Size {
   const w = Math.round(container.clientWidth) || 320
   return { w, h: Math.round(w / ratio) }
-}
-
-/** Indices of the buckets that get an x-axis label: evenly spread, as many as fit, first and last included. */
-export function tickIndices(count: number, plotWidth: number): number[] {
-  if (count <= 0) return []
-  const fit = Math.max(2, Math.min(count, Math.floor(plotWidth / LABEL_ROOM) + 1))
-  if (count === 1) return [0]
-  const ticks = new Set<number>()
-  for (let k = 0; k < fit; k++) ticks.add(Math.round((k * (count - 1)) / (fit - 1)))
-  return [...ticks]
 }
 
 function frame(root: SVGSVGElement, { w: W, h: H }: Size, max: number, ts: number[], step: number, x: (i: number) => number): void {

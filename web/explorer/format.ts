@@ -121,3 +121,16 @@ export function previousPeriod(period: Period): Period {
   const length = Date.parse(period.end) - start
   return { start: new Date(start - length).toISOString(), end: period.start }
 }
+
+/** Room per x-axis label of a chart, in px: how many labels fit. */
+const LABEL_ROOM = 96
+
+/** Indices of the buckets that get an x-axis label: evenly spread, as many as fit, first and last included. */
+export function tickIndices(count: number, plotWidth: number): number[] {
+  if (count <= 0) return []
+  const fit = Math.max(2, Math.min(count, Math.floor(plotWidth / LABEL_ROOM) + 1))
+  if (count === 1) return [0]
+  const ticks = new Set<number>()
+  for (let k = 0; k < fit; k++) ticks.add(Math.round((k * (count - 1)) / (fit - 1)))
+  return [...ticks]
+}
