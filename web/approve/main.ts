@@ -205,8 +205,9 @@ function onApprove(): void {
   if (chosen !== null && wallets.includes(chosen)) return void approveWith(chosen)
   if (wallets.length === 1) return void approveWith(wallets[0]!)
   if (wallets.length > 1) return showWalletPicker(wallets, (w) => void approveWith(w))
-  // The wallet went away since the page offered Approve: offer what works instead.
+  // The wallet went away since the page offered Approve: offer what works instead (focus to it, Approve is gone).
   offerWays()
+  el('no-wallet-heading').focus()
 }
 
 /** Deny or "This wasn't me": asks first, then cancels with the reason and confirms. */
@@ -225,18 +226,25 @@ function backFromConfirm(): void {
 }
 
 async function onConfirmCancel(): Promise<void> {
-  const reason = el('confirm').dataset.kind === 'not-me' ? 'not_me' : 'denied'
+  const kind = el('confirm').dataset.kind
+  const reason = kind === 'not-me' ? 'not_me' : 'denied'
   const current = beginAction()
   if (current === null) return
   setProgress(reason === 'not_me' ? 'Cancelling the request…' : 'Denying the request…')
   try {
     await cancelApproval(current.approvalNumber, reason)
     clearInterval(timer)
+    // Cancelling is idempotent and the first reason stays (an earlier try may have gone through):
+    // say what is stored, which is what the vendor sees.
+    const stored = await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(current.approvalNumber)}`)
+      .then(({ body }) => body.cancelReason ?? reason, () => reason)
     setProgress('')
-    showFinal(reason === 'not_me' ? 'reported' : 'denied-here', { ...current, status: 'cancelled', cancelReason: reason })
+    showFinal(stored === 'not_me' ? 'reported' : 'denied-here', { ...current, status: 'cancelled', cancelReason: stored })
   } catch (err) {
     hideConfirm()
     fail(err)
+    // The confirmation's buttons are gone: back to the choice that opened it.
+    el(kind === 'not-me' ? 'not-me' : 'deny').focus()
   }
 }
 

@@ -54,7 +54,21 @@ function emptyNote(container: HTMLElement, text: string): void {
   p.className = 'chart-empty'
   p.textContent = text
   container.replaceChildren(p)
-  container.removeAttribute('tabindex')
+  // Nothing to read bucket by bucket: not a focusable group any more.
+  for (const attribute of ['tabindex', 'role', 'aria-label']) container.removeAttribute(attribute)
+  container.onkeydown = container.onfocus = container.onblur = container.onpointerleave = null
+  drawnFrom.delete(container)
+}
+
+/** What each chart was last drawn from: a refresh with the same data leaves it (and a reader's place) alone. */
+const drawnFrom = new WeakMap<HTMLElement, string>()
+/** The bucket a reader is on, per chart: kept across a redraw while the chart has the focus. */
+const readingAt = new WeakMap<HTMLElement, number>()
+
+function unchanged(container: HTMLElement, signature: string): boolean {
+  if (drawnFrom.get(container) === signature && container.querySelector('svg') !== null) return true
+  drawnFrom.set(container, signature)
+  return false
 }
 
 export interface ChartOptions {
@@ -117,6 +131,7 @@ function readable(container: HTMLElement, root: SVGSVGElement, size: Size, label
 
   const show = (i: number) => {
     current = Math.max(0, Math.min(readout.count - 1, i))
+    readingAt.set(container, current)
     const x = readout.x(current)
     guide.setAttribute('x1', x.toFixed(1))
     guide.setAttribute('x2', x.toFixed(1))
@@ -144,6 +159,7 @@ function readable(container: HTMLElement, root: SVGSVGElement, size: Size, label
   }
   const hide = () => {
     current = -1
+    readingAt.delete(container)
     guide.setAttribute('visibility', 'hidden')
     dot.setAttribute('visibility', 'hidden')
     box.hidden = true
@@ -168,6 +184,9 @@ function readable(container: HTMLElement, root: SVGSVGElement, size: Size, label
       show(moves[e.key]!)
     } else if (e.key === 'Escape') hide()
   }
+  // Redrawn while being read (new data, a new width): the reader stays on their bucket.
+  const at = readingAt.get(container)
+  if (document.activeElement === container && at !== undefined) show(at)
 }
 
 /** Area chart of `[[ms, value], ...]`; "No data in this period" when every value is 0. */
@@ -177,6 +196,7 @@ export function areaChart(container: HTMLElement, series: number[][], label: str
     redraws.delete(container)
     return emptyNote(container, 'No data in this period')
   }
+  if (unchanged(container, JSON.stringify([points, label, unit, options.partial, options.additive]))) return
   drawn(container, () => drawArea(container, points, label, unit, options))
 }
 
@@ -231,6 +251,7 @@ export function stackedBars(container: HTMLElement, ts: number[], stacks: { key:
     redraws.delete(container)
     return emptyNote(container, 'No sign-ups in this period')
   }
+  if (unchanged(container, JSON.stringify([ts, stacks, label, options.partial]))) return
   drawn(container, () => drawBars(container, ts, stacks, totals, label, options))
 }
 

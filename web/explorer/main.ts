@@ -45,6 +45,8 @@ const state = {
   mapDrawnFor: '',
   global: null as GlobalStats | null,
   lastLoad: 0,
+  /** The period on screen as it would be now (null: it does not move, a custom period in the past). */
+  shown: (() => presetPeriod('30d', Date.now())) as () => Period | null,
   totalNS: null as number | null,
 }
 
@@ -251,15 +253,23 @@ function selectPreset(preset: Preset | 'custom'): void {
     start.focus()
     return
   }
+  state.shown = () => presetPeriod(preset, Date.now())
   state.period = presetPeriod(preset, Date.now())
   void loadPeriod(state.period)
 }
 
 function applyCustom(): void {
   const today = new Date().toISOString().slice(0, 10)
-  const result = customPeriod($<HTMLInputElement>('custom-start').value, $<HTMLInputElement>('custom-end').value || today, Date.now())
+  const from = $<HTMLInputElement>('custom-start').value
+  const to = $<HTMLInputElement>('custom-end').value || today
+  const result = customPeriod(from, to, Date.now())
   $('custom-error').textContent = typeof result === 'string' ? result : ''
   if (typeof result === 'string') return
+  // A custom period that reaches today grows with the refresh; one in the past is final.
+  state.shown = () => {
+    const again = customPeriod(from, to, Date.now())
+    return typeof again === 'string' || again.end === state.period.end ? null : again
+  }
   state.period = result
   void loadPeriod(result)
 }
@@ -273,14 +283,19 @@ async function start(): Promise<void> {
   if (location.hash.startsWith('#node=')) showNodePage(true)
 }
 
-/** Figures, and a period that ends now, brought up to date; a custom period in the past does not change. */
+/**
+ * Figures, and the period on screen when it reaches now, brought up to date (what is shown, not
+ * the chip pressed: "Custom" open but not applied still shows the preset). A period in the past
+ * does not change; the figures still do.
+ */
 function refresh(): void {
   state.lastLoad = Date.now()
-  void loadFigures().then(updateEmpty).catch(() => {})
-  if (state.preset !== 'custom') {
-    state.period = presetPeriod(state.preset, Date.now())
-    void loadPeriod(state.period, true)
-  } else markUpdated()
+  void loadFigures().then(updateEmpty).then(markUpdated).catch(() => {})
+  const next = state.shown()
+  if (next !== null) {
+    state.period = next
+    void loadPeriod(next, true)
+  }
 }
 
 for (const chip of document.querySelectorAll<HTMLButtonElement>('[data-preset]')) {
@@ -292,7 +307,10 @@ for (const id of ['custom-start', 'custom-end']) {
 }
 wireNodeTable()
 $('retry').addEventListener('click', () => { void start() })
-setInterval(() => { if (document.visibilityState === 'visible' && Date.now() - state.lastLoad >= REFRESH_MS - 1000) refresh() }, 5000)
+// Only once something has loaded: a slow first load is not abandoned for a refresh.
+setInterval(() => {
+  if (document.visibilityState === 'visible' && state.lastLoad > 0 && Date.now() - state.lastLoad >= REFRESH_MS - 1000) refresh()
+}, 5000)
 document.addEventListener('visibilitychange', () => {
   if (document.visibilityState === 'visible' && state.lastLoad > 0 && Date.now() - state.lastLoad >= REFRESH_MS) refresh()
 })

@@ -32,6 +32,8 @@ function landD(): string {
 
 /** Watches the box of the map drawn last (a redraw replaces it). */
 let resizing: ResizeObserver | null = null
+/** The zoom and pan, kept across redraws (a refresh that brings a changed node keeps the reader's view). */
+const view = { k: 1, x: 0, y: 0 }
 
 const ORDER: Record<string, number> = { Online: 0, Pending: 1, Offline: 2 }
 const typeName = (n: MapNode) => (n.network === 'gateway' ? 'Gateway' : 'WiFi node')
@@ -59,10 +61,12 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     b.className = 'map-button'
     b.setAttribute('aria-label', label)
     b.textContent = text
-    b.addEventListener('click', action)
+    b.addEventListener('click', () => { if (b.getAttribute('aria-disabled') !== 'true') action() })
     controls.append(b)
     return b
   }
+  // A redraw (a refresh) must not drop the keyboard user's place: the marker focused before is focused again.
+  let restoreKey = container.contains(document.activeElement) ? document.activeElement?.getAttribute('data-key') ?? null : null
   container.replaceChildren(root, controls)
 
   const located: Point<MapNode>[] = []
@@ -73,7 +77,6 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
   // Offline and pending first: a cluster's look and a single marker's order favour what needs attention.
   located.sort((a, b) => (ORDER[b.item.status] ?? 3) - (ORDER[a.item.status] ?? 3))
 
-  const view = { k: 1, x: 0, y: 0 }
   /** viewBox units per screen px (the svg is scaled to its box). */
   const unit = () => W / Math.max(1, container.clientWidth)
   let pinned: string | null = null
@@ -84,6 +87,7 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     view.y = Math.min(0, Math.max(H - H * view.k, view.y))
   }
   const zoomAt = (factor: number, cx = W / 2, cy = H / 2) => {
+    hideTip()
     const k = Math.min(MAX_ZOOM, Math.max(1, view.k * factor))
     view.x = cx - ((cx - view.x) * k) / view.k
     view.y = cy - ((cy - view.y) * k) / view.k
@@ -172,7 +176,8 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     const onScreen = located.map((p) => ({ x: p.x * view.k + view.x, y: p.y * view.k + view.y, item: p.item, origin: { x: p.x, y: p.y } }))
       .filter((p) => p.x >= -TARGET_PX * u && p.x <= W + TARGET_PX * u && p.y >= -TARGET_PX * u && p.y <= H + TARGET_PX * u)
     const clusters = clusterNodes(onScreen, TARGET_PX * u)
-    const focusedKey = (document.activeElement as Element | null)?.getAttribute?.('data-key') ?? null
+    const focusedKey = restoreKey ?? (markers.contains(document.activeElement) ? document.activeElement?.getAttribute('data-key') ?? null : null)
+    restoreKey = null
     markers.replaceChildren()
     for (const c of clusters) {
       const key = c.items.map((n) => `${n.network}:${n.uid}`).sort().join('|')
@@ -220,10 +225,18 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
       g.addEventListener('focus', () => { if (pinned !== key) (c.items.length === 1 ? nodeTip(c.items[0]!, c) : showTip({ title: describeCluster(c), rows: ['Enter to zoom in'] }, c)) })
       markers.append(g)
     }
-    if (focusedKey !== null) (markers.querySelector(`[data-key="${CSS.escape(focusedKey)}"]`) as SVGGElement | null)?.focus()
-    zoomOut.disabled = view.k <= 1
-    reset.disabled = view.k <= 1
-    zoomIn.disabled = view.k >= MAX_ZOOM
+    if (focusedKey !== null) {
+      // The same target, or (it split or merged) the first one holding one of its nodes, or the map itself.
+      const parts = focusedKey.split('|')
+      const targets = [...markers.querySelectorAll<SVGGElement>('[data-key]')]
+      const shared = (t: SVGGElement) => t.getAttribute('data-key')!.split('|').filter((part) => parts.includes(part)).length
+      const best = targets.reduce<SVGGElement | null>((b, t) => (shared(t) > (b === null ? 0 : shared(b)) ? t : b), null)
+      ;(best ?? root).focus({ preventScroll: true })
+    }
+    // aria-disabled, not disabled: a button that reaches its end keeps the keyboard focus.
+    zoomOut.setAttribute('aria-disabled', String(view.k <= 1))
+    reset.setAttribute('aria-disabled', String(view.k <= 1))
+    zoomIn.setAttribute('aria-disabled', String(view.k >= MAX_ZOOM))
     container.dataset['zoom'] = view.k.toFixed(2)
   }
 
@@ -243,6 +256,7 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     const u = unit()
     view.x = drag.vx + (e.clientX - drag.x) * u
     view.y = drag.vy + (e.clientY - drag.y) * u
+    if (!drag.moved) hideTip()
     drag.moved = true
     render()
   })
@@ -266,6 +280,7 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     const pans: Record<string, [number, number]> = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] }
     if (e.key in pans && view.k > 1) {
       e.preventDefault()
+      hideTip()
       view.x += pans[e.key]![0]
       view.y += pans[e.key]![1]
       render()
@@ -273,6 +288,14 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     else if (e.key === '-' || e.key === '_') { e.preventDefault(); zoomAt(0.5) }
     else if (e.key === 'Escape') hideTip()
   })
+  // Escape in the tip (a cluster's list has the focus) closes it and goes back to the map.
+  tip.onkeydown = (e) => {
+    if (e.key !== 'Escape') return
+    const back = pinned
+    hideTip()
+    ;((back === null ? null : markers.querySelector<SVGGElement>(`[data-key="${CSS.escape(back)}"]`)) ?? root).focus()
+  }
+
   // Marker sizes are screen px: a new box width needs them drawn again.
   let width = container.clientWidth
   resizing?.disconnect()

@@ -36,6 +36,8 @@ export function renderTable(): void {
   const query = $<HTMLInputElement>('node-search').value
   const matching = sortNodes(matchingNodes(view.nodes, query, $<HTMLSelectElement>('node-filter').value), view.sort, view.descending)
   const body = $<HTMLTableElement>('node-table').tBodies[0]!
+  // A refresh redraws the rows: a keyboard user on a node's link stays on it.
+  const focused = body.contains(document.activeElement) ? document.activeElement?.getAttribute('href') ?? null : null
   body.replaceChildren(...matching.slice(0, view.shown).map((n) => {
     const tr = document.createElement('tr')
     tr.dataset['uid'] = n.uid
@@ -58,6 +60,7 @@ export function renderTable(): void {
     }
     return tr
   }))
+  if (focused !== null) body.querySelector<HTMLElement>(`a[href="${CSS.escape(focused)}"]`)?.focus()
   const total = view.nodes.length
   if (matching.length === 0) body.append(emptyRow(5, total === 0 ? 'No nodes yet' : 'No node matches the search'))
   $('node-count').textContent = total === 0 ? '' : matching.length === total
