@@ -10,7 +10,8 @@ import { startHarness, type Harness } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import { zkLoginWallet } from '../support/zklogin.ts'
 import {
-  approvalBody, assertVerdict, createApproval, details, newKeypair, randomDigest, randomObjectId, signApproval, verifySignature, verifyTransaction,
+  approvalBody, assertVerdict, createApproval, details, newKeypair, randomDigest, randomObjectId, signApproval, suiEventApproval, verifySignature,
+  verifyTransaction,
 } from '../support/kns.ts'
 
 const WINDOW_MS = 1500
@@ -29,11 +30,7 @@ after(async () => {
   await stub?.close()
 })
 
-async function eventApproval(owner: string): Promise<{ tokenId: string; ref: string }> {
-  const tokenId = randomObjectId()
-  stub.world.addToken(tokenId, owner)
-  return { tokenId, ref: await createApproval(h, key, approvalBody({ objectId: tokenId }, { method: 'event' })) }
-}
+const eventApproval = (owner: string) => suiEventApproval(h, key, stub, owner)
 
 describe('re-reading a lagging ledger before deciding', () => {
   test('a transaction indexed 500 ms after verify_transaction is asked: found, approved', async () => {

@@ -14,7 +14,7 @@ import { openService, type Service } from '../../src/service.ts'
 import { ENGINE, startHarness, type Harness } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import {
-  approvalBody, createApproval, details, localLedger, newKeypair, ownedToken, randomDigest, randomObjectId, sleep,
+  approvalBody, createApproval, details, localLedger, newKeypair, ownedToken, randomDigest, randomObjectId, sleep, suiEventApproval,
 } from '../support/kns.ts'
 
 async function until(condition: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<number> {
@@ -107,11 +107,7 @@ describe('LEDGER=sui: the GraphQL events query feeds the same watcher', () => {
     await stub?.close()
   })
 
-  async function eventApproval(owner: string): Promise<{ tokenId: string; ref: string }> {
-    const tokenId = randomObjectId()
-    stub.world.addToken(tokenId, owner)
-    return { tokenId, ref: await createApproval(h, key, approvalBody({ objectId: tokenId }, { method: 'event' })) }
-  }
+  const eventApproval = (owner: string) => suiEventApproval(h, key, stub, owner)
 
   function emit(sender: string, json: Record<string, unknown>, type = eventType()): string {
     const digest = randomDigest()

@@ -95,6 +95,17 @@ export async function createApproval(h: Harness, key: string, body: ApprovalBody
   return (res.json() as { approvalNumber: string }).approvalNumber
 }
 
+/**
+ * LEDGER=sui: a fresh token owned by `owner` in the GraphQL stub's world, and an `event`
+ * approval on it through the API.
+ */
+export async function suiEventApproval(h: Harness, key: string, stub: { world: { addToken(id: string, owner: string): unknown } }, owner: string):
+  Promise<{ tokenId: string; ref: string }> {
+  const tokenId = randomObjectId()
+  stub.world.addToken(tokenId, owner)
+  return { tokenId, ref: await createApproval(h, key, approvalBody({ objectId: tokenId }, { method: 'event' })) }
+}
+
 export async function details(h: Harness, ref: string): Promise<Record<string, unknown>> {
   const res = await h.app.inject({ method: 'GET', url: `/numsys/transaction_details?ref=${encodeURIComponent(ref)}` })
   assert.equal(res.statusCode, 200, res.body)
