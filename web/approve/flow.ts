@@ -54,6 +54,12 @@ function check(verdict: Verdict): void {
   if (!verdict.success) throw new FlowError(verdict.error ?? 'The approval was not accepted.', verdict.code)
 }
 
+/** GET /numsys/transaction_details for `ref` (with `wait`, held until a decision or the time is up), with the server's Date. */
+export function readDetails(ref: string, options: { wait?: number; timeoutMs?: number; signal?: AbortSignal } = {}) {
+  const { wait, ...request } = options
+  return getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}${wait === undefined ? '' : `&wait=${wait}`}`, request)
+}
+
 /** Longest single `wait` the page asks for: under the API's 60 s and a proxy's read timeout. */
 const WAIT_S = 50
 
@@ -66,7 +72,7 @@ export async function waitForDecision(ref: string, seconds: number, signal?: Abo
   const wait = Math.max(1, Math.min(WAIT_S, Math.ceil(seconds)))
   const options = { timeoutMs: (wait + 15) * 1000, ...(signal === undefined ? {} : { signal }) }
   const started = Date.now()
-  const body = (await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}&wait=${wait}`, options)).body
+  const body = (await readDetails(ref, { wait, ...options })).body
   // Still pending long before the wait was up: the server did not hold the request (WAIT_MAX_S=0,
   // too many waiting, shutting down). Pause before the next one, longer each time it happens.
   if (body.status === 'pending' && Date.now() - started < Math.min(wait * 1000, 1000) / 2) {

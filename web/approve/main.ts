@@ -6,9 +6,9 @@
  */
 import '../shared/base.css'
 import './approve.css'
-import { ApiError, getJson } from '../shared/api.ts'
+import { ApiError } from '../shared/api.ts'
 import { readPageConfig } from '../shared/page-config.ts'
-import { approvalKind, cancelApproval, FlowError, runApproval, waitForDecision, type Details } from './flow.ts'
+import { approvalKind, cancelApproval, FlowError, readDetails, runApproval, waitForDecision, type Details } from './flow.ts'
 import {
   el, finalStateOf, hideConfirm, hideWalletPicker, setBusy, setProgress, showAnswerWays, showConfirm, showCountdown, showError, showFinal,
   showRequest, showWalletPicker, type AnswerWays, type ConfirmKind,
@@ -102,7 +102,7 @@ async function load(): Promise<void> {
   watching?.abort()
   if (!APPROVAL_NUMBER.test(ref)) return showFinal('unknown')
   try {
-    const { body, serverDate } = await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(ref)}`)
+    const { body, serverDate } = await readDetails(ref)
     details = body
     clockSkew = skewFrom(serverDate)
   } catch (err) {
@@ -236,8 +236,7 @@ async function onConfirmCancel(): Promise<void> {
     clearInterval(timer)
     // Cancelling is idempotent and the first reason stays (an earlier try may have gone through):
     // say what is stored, which is what the vendor sees.
-    const stored = await getJson<Details>(`/numsys/transaction_details?ref=${encodeURIComponent(current.approvalNumber)}`)
-      .then(({ body }) => body.cancelReason ?? reason, () => reason)
+    const stored = await readDetails(current.approvalNumber).then(({ body }) => body.cancelReason ?? reason, () => reason)
     setProgress('')
     showFinal(stored === 'not_me' ? 'reported' : 'denied-here', { ...current, status: 'cancelled', cancelReason: stored })
   } catch (err) {

@@ -57,19 +57,11 @@ function emptyNote(container: HTMLElement, text: string): void {
   // Nothing to read bucket by bucket: not a focusable group any more.
   for (const attribute of ['tabindex', 'role', 'aria-label']) container.removeAttribute(attribute)
   container.onkeydown = container.onfocus = container.onblur = container.onpointerleave = null
-  drawnFrom.delete(container)
+  charts.delete(container)
 }
 
-/** What each chart was last drawn from: a refresh with the same data leaves it (and a reader's place) alone. */
-const drawnFrom = new WeakMap<HTMLElement, string>()
 /** The bucket a reader is on, per chart: kept across a redraw while the chart has the focus. */
 const readingAt = new WeakMap<HTMLElement, number>()
-
-function unchanged(container: HTMLElement, signature: string): boolean {
-  if (drawnFrom.get(container) === signature && container.querySelector('svg') !== null) return true
-  drawnFrom.set(container, signature)
-  return false
-}
 
 export interface ChartOptions {
   /**
@@ -83,10 +75,14 @@ export interface ChartOptions {
   additive?: boolean
 }
 
-const redraws = new WeakMap<Element, { width: number; draw: () => void }>()
+/**
+ * Each drawn chart: what it was drawn from (a refresh with the same data leaves it, and a reader's
+ * place, alone), the width it was drawn at, and how to draw it again.
+ */
+const charts = new WeakMap<Element, { signature: string; width: number; draw: () => void }>()
 const resized = typeof ResizeObserver === 'undefined' ? null : new ResizeObserver((entries) => {
   for (const entry of entries) {
-    const known = redraws.get(entry.target)
+    const known = charts.get(entry.target)
     const width = Math.round((entry.target as HTMLElement).clientWidth)
     if (known !== undefined && width > 0 && width !== known.width) {
       known.width = width
@@ -95,9 +91,10 @@ const resized = typeof ResizeObserver === 'undefined' ? null : new ResizeObserve
   }
 })
 
-/** Draws now, and again whenever the box's width changes. */
-function drawn(container: HTMLElement, draw: () => void): void {
-  redraws.set(container, { width: Math.round(container.clientWidth), draw })
+/** Draws now (unless it shows this very data already), and again whenever the box's width changes. */
+function drawn(container: HTMLElement, signature: string, draw: () => void): void {
+  if (charts.get(container)?.signature === signature && container.querySelector('svg') !== null) return
+  charts.set(container, { signature, width: Math.round(container.clientWidth), draw })
   resized?.observe(container)
   draw()
 }
@@ -192,12 +189,8 @@ function readable(container: HTMLElement, root: SVGSVGElement, size: Size, label
 /** Area chart of `[[ms, value], ...]`; "No data in this period" when every value is 0. */
 export function areaChart(container: HTMLElement, series: number[][], label: string, unit: string, options: ChartOptions = {}): void {
   const points = series.filter((p): p is [number, number] => p.length === 2)
-  if (points.length === 0 || points.every(([, v]) => v === 0)) {
-    redraws.delete(container)
-    return emptyNote(container, 'No data in this period')
-  }
-  if (unchanged(container, JSON.stringify([points, label, unit, options.partial, options.additive]))) return
-  drawn(container, () => drawArea(container, points, label, unit, options))
+  if (points.length === 0 || points.every(([, v]) => v === 0)) return emptyNote(container, 'No data in this period')
+  drawn(container, JSON.stringify([points, label, unit, options.partial, options.additive]), () => drawArea(container, points, label, unit, options))
 }
 
 function drawArea(container: HTMLElement, points: [number, number][], label: string, unit: string, options: ChartOptions): void {
@@ -247,12 +240,8 @@ function drawArea(container: HTMLElement, points: [number, number][], label: str
 export function stackedBars(container: HTMLElement, ts: number[], stacks: { key: string; name: string; values: number[] }[], label: string,
   options: ChartOptions = {}): void {
   const totals = ts.map((_, i) => stacks.reduce((s, st) => s + (st.values[i] ?? 0), 0))
-  if (ts.length === 0 || totals.every((t) => t === 0)) {
-    redraws.delete(container)
-    return emptyNote(container, 'No sign-ups in this period')
-  }
-  if (unchanged(container, JSON.stringify([ts, stacks, label, options.partial]))) return
-  drawn(container, () => drawBars(container, ts, stacks, totals, label, options))
+  if (ts.length === 0 || totals.every((t) => t === 0)) return emptyNote(container, 'No sign-ups in this period')
+  drawn(container, JSON.stringify([ts, stacks, label, options.partial]), () => drawBars(container, ts, stacks, totals, label, options))
 }
 
 function drawBars(container: HTMLElement, ts: number[], stacks: { key: string; name: string; values: number[] }[], totals: number[],

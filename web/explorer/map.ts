@@ -11,6 +11,7 @@ import { feature } from 'topojson-client'
 import land from 'world-atlas/land-110m.json'
 import { svg } from './charts.ts'
 import { clusterNodes, spreadOf, type Cluster, type Point } from './cluster.ts'
+import { typeLabel } from './node-list.ts'
 import type { MapNode } from './nodes.ts'
 
 const W = 960
@@ -36,7 +37,6 @@ let resizing: ResizeObserver | null = null
 const view = { k: 1, x: 0, y: 0 }
 
 const ORDER: Record<string, number> = { Online: 0, Pending: 1, Offline: 2 }
-const typeName = (n: MapNode) => (n.network === 'gateway' ? 'Gateway' : 'WiFi node')
 
 export interface MapOptions {
   /** A node was chosen on the map (its detail link). */
@@ -140,7 +140,7 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
   function nodeTip(node: MapNode, at: { x: number; y: number }): void {
     showTip({
       title: node.name,
-      rows: [`${typeName(node)} · ${node.uid}`, `Status: ${node.status}`, node.detail, `${node.lat.toFixed(3)}, ${node.lon.toFixed(3)}`].filter((l) => l !== ''),
+      rows: [`${typeLabel(node)} · ${node.uid}`, `Status: ${node.status}`, node.detail, `${node.lat.toFixed(3)}, ${node.lon.toFixed(3)}`].filter((l) => l !== ''),
     }, at)
     if (options.nodeHref !== undefined) {
       const a = document.createElement('a')
@@ -186,7 +186,7 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
         const node = c.items[0]!
         g.setAttribute('data-uid', node.uid)
         g.setAttribute('data-network', node.network)
-        g.setAttribute('aria-label', `${node.name}, ${typeName(node).toLowerCase()}, ${node.status}`)
+        g.setAttribute('aria-label', `${node.name}, ${typeLabel(node).toLowerCase()}, ${node.status}`)
         g.append(svg('circle', { cx: c.x.toFixed(1), cy: c.y.toFixed(1), r: ((TARGET_PX / 2) * u).toFixed(2), class: 'hit' }))
         const cls = `marker ${node.network} status-${node.status.toLowerCase()}`
         if (node.network === 'gateway') g.append(svg('circle', { cx: c.x.toFixed(1), cy: c.y.toFixed(1), r: (6 * u).toFixed(2), class: cls }))

@@ -3,7 +3,10 @@ import type { MapNode } from './nodes.ts'
 
 export type SortKey = 'name' | 'network' | 'status' | 'detail' | 'uid'
 
+/** The type as the table's column says it. */
 export const typeName = (n: MapNode) => (n.network === 'gateway' ? 'Gateway' : 'WiFi')
+/** The type in a sentence or a heading (the map's tip, a node's page). */
+export const typeLabel = (n: MapNode) => (n.network === 'gateway' ? 'Gateway' : 'WiFi node')
 
 /** The address of a node's page (a fragment: the explorer is one page, served as is). */
 export function nodeHref(node: MapNode): string {

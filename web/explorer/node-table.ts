@@ -4,7 +4,7 @@
  * node at `#node=<type>:<uid>`, reachable from the table, the map and a shared link.
  */
 import { formatInt } from './format.ts'
-import { nodeHref, matchingNodes, sortNodes, typeName, type SortKey } from './node-list.ts'
+import { nodeHref, matchingNodes, sortNodes, typeLabel, typeName, type SortKey } from './node-list.ts'
 import type { MapNode } from './nodes.ts'
 
 export { nodeHref }
@@ -98,7 +98,7 @@ export function showNodePage(moveFocus: boolean): void {
   } else {
     heading.textContent = node.name
     const rows: Array<[string, string | Node]> = [
-      ['Type', node.network === 'gateway' ? 'Gateway' : 'WiFi node'], ['Status', badge(node.status)],
+      ['Type', typeLabel(node)], ['Status', badge(node.status)],
       [node.network === 'gateway' ? 'Spectrum' : 'Model and level', node.detail], ['ID', node.uid],
       ['Location', `${node.lat.toFixed(4)}, ${node.lon.toFixed(4)}`],
     ]
