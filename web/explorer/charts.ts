@@ -18,6 +18,17 @@ export function svg<K extends keyof SVGElementTagNameMap>(name: K, attrs: Record
   return el
 }
 
+/** A small card's content (a chart's readout, the map's tip): a bold heading, then a line each, then `more`. */
+export function fillCard(box: HTMLElement, heading: string, lines: string[], more: HTMLElement[] = []): void {
+  const title = document.createElement('strong')
+  title.textContent = heading
+  box.replaceChildren(title, ...lines.map((line) => {
+    const span = document.createElement('span')
+    span.textContent = line
+    return span
+  }), ...more)
+}
+
 function niceMax(max: number): number {
   if (max <= 0) return 1
   const p = 10 ** Math.floor(Math.log10(max))
@@ -141,13 +152,7 @@ function readable(container: HTMLElement, root: SVGSVGElement, size: Size, label
       dot.setAttribute('visibility', 'visible')
     }
     const { heading, lines } = readout.describe(current)
-    const title = document.createElement('strong')
-    title.textContent = heading
-    box.replaceChildren(title, ...lines.map((line) => {
-      const span = document.createElement('span')
-      span.textContent = line
-      return span
-    }))
+    fillCard(box, heading, lines)
     box.hidden = false
     // Beside the guide, on whichever side has room; never outside the box.
     const scale = container.clientWidth / size.w

@@ -9,7 +9,7 @@
 import { geoNaturalEarth1, geoPath } from 'd3-geo'
 import { feature } from 'topojson-client'
 import land from 'world-atlas/land-110m.json'
-import { svg } from './charts.ts'
+import { fillCard, svg } from './charts.ts'
 import { clusterNodes, spreadOf, type Cluster, type Point } from './cluster.ts'
 import { typeLabel } from './node-list.ts'
 import type { MapNode } from './nodes.ts'
@@ -102,26 +102,16 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     return `${c.items.length} nodes near ${c.items[0]!.name}: ${statuses}`
   }
 
-  function showTip(lines: { title: string; rows: string[]; links?: MapNode[] }, at: { x: number; y: number }): void {
-    const title = document.createElement('strong')
-    title.textContent = lines.title
-    const rows = lines.rows.map((text) => {
-      const span = document.createElement('span')
-      span.textContent = text
-      return span
-    })
-    const links = (lines.links ?? []).map((node) => {
-      if (options.nodeHref === undefined) {
-        const span = document.createElement('span')
-        span.textContent = `${node.name} · ${node.status}`
-        return span
-      }
-      const a = document.createElement('a')
-      a.href = options.nodeHref(node)
-      a.textContent = `${node.name} · ${node.status}`
-      return a
-    })
-    tip.replaceChildren(title, ...rows, ...links)
+  /** A link to a node's page (plain text where the map was given no pages to link to). */
+  function nodeLink(node: MapNode, text: string): HTMLElement {
+    const link = document.createElement(options.nodeHref === undefined ? 'span' : 'a')
+    if (link instanceof HTMLAnchorElement) link.href = options.nodeHref!(node)
+    link.textContent = text
+    return link
+  }
+
+  function showTip(lines: { title: string; rows: string[]; links?: HTMLElement[] }, at: { x: number; y: number }): void {
+    fillCard(tip, lines.title, lines.rows, lines.links)
     tip.hidden = false
     const box = container.getBoundingClientRect()
     const scale = box.width / W
@@ -141,13 +131,8 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
     showTip({
       title: node.name,
       rows: [`${typeLabel(node)} · ${node.uid}`, `Status: ${node.status}`, node.detail, `${node.lat.toFixed(3)}, ${node.lon.toFixed(3)}`].filter((l) => l !== ''),
+      links: options.nodeHref === undefined ? [] : [nodeLink(node, 'Node page')],
     }, at)
-    if (options.nodeHref !== undefined) {
-      const a = document.createElement('a')
-      a.href = options.nodeHref(node)
-      a.textContent = 'Node page'
-      tip.append(a)
-    }
   }
 
   /** A cluster chosen: zoom in on it, or (its nodes share one spot, or the zoom is at its end) list them. */
@@ -165,7 +150,7 @@ export function drawMap(container: HTMLElement, tip: HTMLElement, nodes: MapNode
       return
     }
     pinned = key
-    showTip({ title: describeCluster(c), rows: c.items.length > 12 ? [`First 12 of ${c.items.length}:`] : [], links: c.items.slice(0, 12) }, c)
+    showTip({ title: describeCluster(c), rows: c.items.length > 12 ? [`First 12 of ${c.items.length}:`] : [], links: c.items.slice(0, 12).map((n) => nodeLink(n, `${n.name} · ${n.status}`)) }, c)
     ;(tip.querySelector('a') as HTMLElement | null)?.focus()
   }
 
