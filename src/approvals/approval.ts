@@ -2,7 +2,7 @@ import { signalHint } from '../db/change-signal.ts'
 import { APPROVAL_TOPIC, tag } from '../db/change-topics.ts'
 import { coalesce, isDatabase, lookupByKey } from '../db/coalesce.ts'
 import type { Database, Executor } from '../db/engine.ts'
-import { recordEvent, type DecisionEventType } from '../events/outbox.ts'
+import { recordEvent, type DecisionEventType } from '../db/outbox.ts'
 import type { TransactionDetails } from '../contract/api-types.ts'
 
 /** An event's `data`: transaction_details as the decision left it (see decidedDetails). */

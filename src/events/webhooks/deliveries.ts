@@ -1,7 +1,7 @@
 import type { Database, Executor } from '../../db/engine.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
 import { randomHex } from '../../lib/random-hex.ts'
-import { queueDeliveries, TEST_EVENT_TYPE, type EventType } from '../outbox.ts'
+import { queueDeliveries, TEST_EVENT_TYPE, type EventType } from '../../db/outbox.ts'
 
 /** A delivery claimed for one attempt: everything the attempt needs. */
 export interface ClaimedDelivery {

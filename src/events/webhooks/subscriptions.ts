@@ -3,7 +3,7 @@ import { NotFoundError, ValidationError } from '../../errors.ts'
 import { checkOutboundUrl, OutboundRefusedError } from '../../lib/outbound-http.ts'
 import { randomHex } from '../../lib/random-hex.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
-import { DECISION_EVENT_TYPES, type DecisionEventType } from '../outbox.ts'
+import { DECISION_EVENT_TYPES, type DecisionEventType } from '../../db/outbox.ts'
 import { newWebhookSecret } from './signature.ts'
 
 /** A vendor's endpoint: the events of approvals created with one API key, sent to one URL. */

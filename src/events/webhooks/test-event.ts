@@ -1,5 +1,5 @@
 import type { Database } from '../../db/engine.ts'
-import { recordEvent, TEST_EVENT_TYPE } from '../outbox.ts'
+import { recordEvent, TEST_EVENT_TYPE } from '../../db/outbox.ts'
 import type { DeliveryWorker } from './delivery-worker.ts'
 import { findSubscription } from './subscriptions.ts'
 

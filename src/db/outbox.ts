@@ -1,5 +1,5 @@
 import { DECISION_EVENT_TYPES, type DecisionEventType } from '../contract/events-schemas.ts'
-import type { Executor } from '../db/engine.ts'
+import type { Executor } from './engine.ts'
 import { randomHex } from '../lib/random-hex.ts'
 
 export { DECISION_EVENT_TYPES, type DecisionEventType }
