@@ -8,7 +8,7 @@
  *
  * Areas may use each other (without circles); the pages (web/) see only src/contract/.
  */
-const AREAS = '^src/(identity|keys|approvals|caller|stats|events)/'
+const AREAS = '^src/(identity|keys|accounts|approvals|caller|stats|events)/'
 const layer = {
   base: '^src/(lib/|contract/|errors\\.ts$|config\\.ts$)',
   db: '^src/db/',

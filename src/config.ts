@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import { ConfigError } from './errors.ts'
+import { claimProblem, ZKLOGIN_LIMITS } from './lib/zklogin-limits.ts'
 
 /** Published ledger deployments (domain.md), used as defaults per SUI_NETWORK. */
 export const SUI_NETWORKS = {
@@ -35,8 +36,32 @@ export interface Config {
   approvalTtlS: number
   /** How a new (pending) approval is committed: see APPROVAL_COMMIT in the README. */
   approvalCommit: 'async' | 'sync'
+  /**
+   * The OpenID issuer of every user's zkLogin address: this service's own provider, served at
+   * the issuer's path. Unset: the value the database was created with, or on a new database
+   * `$PUBLIC_BASE_URL/oidc` (see pinZkLoginIdentity).
+   */
   zkLoginIssuer: string
+  zkLoginIssuerSet: boolean
   zkLoginClientId: string
+  /** Mysten's zkLogin prover API (`POST <url>`, the `/v1` request); unset: no proofs for Sui. */
+  zkLoginProverUrl: string | undefined
+  zkLoginProverTimeoutMs: number
+  /** How one-time login codes reach the phone: the server log (development), SMPP, or an HTTP gateway. */
+  smsDelivery: 'log' | 'smpp' | 'http'
+  smppUrl: string | undefined
+  smppSystemType: string | undefined
+  smsFrom: string | undefined
+  smsHttpUrl: string | undefined
+  smsTimeoutMs: number
+  /** Login code sends allowed per hour: per number, per client IP, per number prefix (SMS pumping). */
+  loginSendsPerNumber: number
+  loginSendsPerIp: number
+  loginSendsPerPrefix: number
+  /** Digits of the number (country code included) that make its prefix for LOGIN_SENDS_PER_PREFIX. */
+  loginPrefixDigits: number
+  /** Seconds before a new code may be sent to the same number. */
+  loginResendCooldownS: number
   /** Undefined means "generate once and keep in the database". */
   knsSecret: string | undefined
   redisUrl: string | undefined
@@ -157,6 +182,38 @@ function objectId(env: Env, name: string, fallback: string): string {
   return raw.toLowerCase()
 }
 
+/**
+ * Paths of the service's own routes: the provider is served at the issuer's path, which must
+ * not take any of them.
+ */
+export const RESERVED_PATHS = ['numsys', 'api', 'approve', 'assets', 'docs', 'openapi.json', 'stir', 'shaken', 'ledger', 'zklogin', 'metrics', 'healthz', 'readyz', 'livez']
+
+/**
+ * ZKLOGIN_ISSUER: an http(s) URL with a path of its own (the provider answers there), without
+ * query, fragment or credentials (OpenID issuer rules), and provable by the zkLogin circuit.
+ */
+function issuer(raw: string, name: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`)
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ConfigError(`${name} must use https (or http for development)`)
+  if (parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+    throw new ConfigError(`${name} must not carry a query, a fragment or credentials (OpenID Connect issuer identifier)`)
+  }
+  const value = raw.replace(/\/+$/, '')
+  const problem = claimProblem(name, value, ZKLOGIN_LIMITS.iss)
+  if (problem !== null) throw new ConfigError(problem)
+  const first = parsed.pathname.split('/')[1] ?? ''
+  if (first === '' || RESERVED_PATHS.includes(first)) {
+    throw new ConfigError(`${name} must have a path of its own where this server serves its OpenID provider (e.g. https://kns.example.com/oidc); ` +
+      `not /, nor one of /${RESERVED_PATHS.join(', /')}`)
+  }
+  return value
+}
+
 /** Reads `.env` (if present) without overriding variables already set in the environment. */
 export function loadDotEnv(path = '.env'): void {
   if (existsSync(path)) process.loadEnvFile(path)
@@ -171,11 +228,16 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('KNS_SECRET must be at least 32 bytes (e.g. `openssl rand -hex 32`)')
   }
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:'])!.replace(/\/+$/, '')
-  const zkLoginIssuer = env.ZKLOGIN_ISSUER || 'https://kns.local/oidc'
+  const zkLoginIssuer = issuer(env.ZKLOGIN_ISSUER || `${publicBaseUrl}/oidc`, env.ZKLOGIN_ISSUER ? 'ZKLOGIN_ISSUER' : 'PUBLIC_BASE_URL + /oidc')
   const zkLoginClientId = env.ZKLOGIN_CLIENT_ID || 'kns'
+  const clientProblem = claimProblem('ZKLOGIN_CLIENT_ID', zkLoginClientId, ZKLOGIN_LIMITS.aud)
+  if (clientProblem !== null) throw new ConfigError(clientProblem)
   const knsPackageId = objectId(env, 'KNS_PACKAGE_ID', network.knsPackageId)
-  if (zkLoginIssuer.length > 255) throw new ConfigError('ZKLOGIN_ISSUER must be at most 255 characters')
-  if (zkLoginClientId.length > 255) throw new ConfigError('ZKLOGIN_CLIENT_ID must be at most 255 characters')
+  const smsDelivery = oneOf(env, 'SMS_DELIVERY', ['log', 'smpp', 'http'] as const, 'log')
+  const smppUrl = url(env, 'SMPP_URL', undefined, ['smpp:', 'ssmpp:'])
+  const smsHttpUrl = url(env, 'SMS_HTTP_URL', undefined, ['http:', 'https:'])
+  if (smsDelivery === 'smpp' && smppUrl === undefined) throw new ConfigError('SMS_DELIVERY=smpp needs SMPP_URL (smpp://system_id:password@host:2775)')
+  if (smsDelivery === 'http' && smsHttpUrl === undefined) throw new ConfigError('SMS_DELIVERY=http needs SMS_HTTP_URL (e.g. Kannel\'s http://host:13013/cgi-bin/sendsms?username=..&password=..)')
   return {
     port,
     host: env.HOST || '0.0.0.0',
@@ -187,7 +249,21 @@ export function loadConfig(env: Env = process.env): Config {
     approvalTtlS: int(env, 'APPROVAL_TTL_S', 900, 1, 30 * 24 * 3600),
     approvalCommit: oneOf(env, 'APPROVAL_COMMIT', ['async', 'sync'] as const, 'async'),
     zkLoginIssuer,
+    zkLoginIssuerSet: env.ZKLOGIN_ISSUER !== undefined && env.ZKLOGIN_ISSUER !== '',
     zkLoginClientId,
+    zkLoginProverUrl: url(env, 'ZKLOGIN_PROVER_URL', undefined, ['http:', 'https:']),
+    zkLoginProverTimeoutMs: int(env, 'ZKLOGIN_PROVER_TIMEOUT_MS', 30_000, 1000, 300_000),
+    smsDelivery,
+    smppUrl,
+    smppSystemType: env.SMPP_SYSTEM_TYPE || undefined,
+    smsFrom: env.SMS_FROM || undefined,
+    smsHttpUrl,
+    smsTimeoutMs: int(env, 'SMS_TIMEOUT_MS', 10_000, 100, 120_000),
+    loginSendsPerNumber: int(env, 'LOGIN_SENDS_PER_NUMBER', 5, 1, 1000),
+    loginSendsPerIp: int(env, 'LOGIN_SENDS_PER_IP', 20, 1, 1_000_000),
+    loginSendsPerPrefix: int(env, 'LOGIN_SENDS_PER_PREFIX', 200, 1, 10_000_000),
+    loginPrefixDigits: int(env, 'LOGIN_PREFIX_DIGITS', 7, 2, 15),
+    loginResendCooldownS: int(env, 'LOGIN_RESEND_COOLDOWN_S', 30, 0, 3600),
     knsSecret,
     redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),

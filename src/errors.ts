@@ -77,6 +77,41 @@ export class LedgerUnavailableError extends KnsError {
   override readonly status = 503
 }
 
+/** An id_token given to the salt service or the prover step is not one of this provider's, or no longer valid. */
+export class InvalidIdTokenError extends KnsError {
+  override readonly code = 'INVALID_ID_TOKEN'
+  override readonly status = 400
+}
+
+/** A wrong one-time login code; the code stays usable while it has tries left. */
+export class LoginCodeInvalidError extends KnsError {
+  override readonly code = 'LOGIN_CODE_INVALID'
+  override readonly status = 400
+  readonly attemptsLeft: number
+  constructor(message: string, attemptsLeft: number) {
+    super(message, { field: 'code' })
+    this.attemptsLeft = attemptsLeft
+  }
+}
+
+/** The login code expired, was used, or ran out of tries: only a new code helps. */
+export class LoginCodeExpiredError extends KnsError {
+  override readonly code = 'LOGIN_CODE_EXPIRED'
+  override readonly status = 400
+}
+
+/** The zkLogin prover said no to the inputs: not retryable with the same ones. */
+export class ProofRefusedError extends KnsError {
+  override readonly code = 'PROOF_REFUSED'
+  override readonly status = 422
+}
+
+/** The zkLogin prover could not be asked (down, timed out, answered a fault of its own): retry. */
+export class ProverUnavailableError extends KnsError {
+  override readonly code = 'PROVER_UNAVAILABLE'
+  override readonly status = 503
+}
+
 /** The database cannot be reached (restarting, down, out of connections): retry later. */
 export class DatabaseUnavailableError extends KnsError {
   override readonly code = 'DATABASE_UNAVAILABLE'

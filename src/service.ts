@@ -19,6 +19,7 @@ import { ApiKeyAuthenticator } from './keys/api-keys.ts'
 import { createLedger } from './ledger/create-ledger.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts'
+import { Accounts } from './accounts/accounts.ts'
 
 /** Everything a request handler or CLI command needs, opened once per process. */
 export interface Service {
@@ -41,6 +42,8 @@ export interface Service {
   decisionWaiters: DecisionWaiters
   /** Ledger watcher, expiry events and webhook deliveries; running once `events.start()` (servers). */
   events: Events
+  /** The login provider: OpenID provider, clients and keys, login codes, salt and prover step (served by servers). */
+  accounts: Accounts
   /** What an operator must hear at start (a server logs them as warnings). */
   warnings: string[]
   close(): Promise<void>
@@ -49,11 +52,13 @@ export interface Service {
 /**
  * zkLogin addresses depend on the issuer and client ID. The first values used are kept in
  * the database; starting later with different ones would silently give every user a new
- * wallet, so it is refused.
+ * wallet, so it is refused. An unset ZKLOGIN_ISSUER means the kept one (so a database from
+ * before the provider existed keeps `https://kns.local/oidc`, and its users their addresses).
  */
 async function pinZkLoginIdentity(db: Database, config: Config): Promise<void> {
   const pinned = await getOrInitSetting(db, 'zklogin_identity', () => JSON.stringify([config.zkLoginIssuer, config.zkLoginClientId]))
   const [issuer, clientId] = JSON.parse(pinned) as [string, string]
+  if (!config.zkLoginIssuerSet) config.zkLoginIssuer = issuer
   if (issuer !== config.zkLoginIssuer || clientId !== config.zkLoginClientId) {
     throw new ConfigError(`ZKLOGIN_ISSUER/ZKLOGIN_CLIENT_ID differ from the values this database was created with ` +
       `(${issuer}, ${clientId}); changing them would change every user's zkAddress`)
@@ -123,7 +128,12 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     await pinZkLoginIdentity(db, config)
     const warnings: string[] = []
     await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
-    const ledger = options.ledger ?? createLedger(config, db)
+    const secret = (): Buffer => {
+      if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
+      return resolved
+    }
+    const accounts = new Accounts(config, db, secret)
+    const ledger = options.ledger ?? createLedger(config, db, { zkLoginProviders: accounts.zkLoginProviders() })
     const rateLimiter = createRateLimiter(config.redisUrl, config.redisCommandTimeoutMs)
     // Caches that other processes' writes invalidate need the change signal; a process that
     // does not watch (a one-shot CLI command) does not cache what it cannot invalidate.
@@ -143,10 +153,6 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       throw new ConfigError(err instanceof Error ? err.message : String(err))
     }
     const decisionWaiters = new DecisionWaiters()
-    const secret = (): Buffer => {
-      if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
-      return resolved
-    }
     const events = new Events(config, db, ledger, secret)
     const shakenCredentials = new Credentials(db, () => new SealedBox(secret(), 'shaken-credentials'))
     if (changes !== null) {
@@ -159,14 +165,19 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       if (ledger instanceof LocalLedger) ledger.subscribe(changes)
       await changes.start()
     }
+    if ((options.role ?? 'server') === 'server') {
+      await accounts.start(changes)
+      warnings.push(...accounts.warnings())
+    }
     return {
-      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks, decisionWaiters, events, warnings,
+      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks, decisionWaiters, events, warnings, accounts,
       get secret(): Buffer {
         return secret()
       },
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
         await events.stop()
+        await accounts.close()
         await changes?.close()
         await ledger.close()
         await rateLimiter.close()

@@ -42,7 +42,7 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
   }
   const viaLedger = involvesZkLogin(parsed)
   if (viaLedger && ctx.ledger.verifyPersonalMessage === undefined) {
-    throw new CheckFailed('UNSUPPORTED_SIGNATURE_SCHEME', 'zkLogin signatures can only be verified with LEDGER=sui')
+    throw new CheckFailed('UNSUPPORTED_SIGNATURE_SCHEME', 'this ledger verifies no zkLogin signatures')
   }
   try {
     const publicKey = parsed.signatureScheme === 'MultiSig'
@@ -84,10 +84,13 @@ const verifyPersonalMessage = check<VerifySignatureContext>('verify_signature', 
   const message = new TextEncoder().encode(signMessageFor(approval, ctx.serviceUrl))
   let valid: boolean
   let author: string
+  let reason: string | undefined
   if (parsed.viaLedger) {
     // The ledger's verdict, or LedgerUnavailableError (503): an outage is never INVALID_SIGNATURE.
     author = await authorOf(ctx, parsed)
-    valid = await ctx.ledger.verifyPersonalMessage!(message, serialized, author)
+    const verdict = await ctx.ledger.verifyPersonalMessage!(message, serialized, author)
+    valid = verdict.valid
+    if (!verdict.valid) reason = verdict.reason
   } else {
     author = publicKey.toSuiAddress()
     try {
@@ -98,7 +101,7 @@ const verifyPersonalMessage = check<VerifySignatureContext>('verify_signature', 
       valid = false
     }
   }
-  if (!valid) throw new CheckFailed('INVALID_SIGNATURE', 'signature does not verify over this approval\'s signMessage')
+  if (!valid) throw new CheckFailed('INVALID_SIGNATURE', `signature does not verify over this approval's signMessage${reason === undefined ? '' : ` (${reason})`}`)
   ctx.approver = author
   ctx.approverAliases = parsed.addresses
   ctx.proof = serialized

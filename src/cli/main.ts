@@ -16,6 +16,7 @@ import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-c
 import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
 import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './shaken-commands.ts'
+import { oidcCommand, OIDC_OPTIONS, OIDC_USAGE } from './oidc-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -45,6 +46,7 @@ Usage: kns <command> [options] [--json]
   passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
   passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
 ${SHAKEN_USAGE}
+${OIDC_USAGE}
 ${WEBHOOK_USAGE}
 ${STATS_USAGE}
 
@@ -73,6 +75,7 @@ const OPTIONS = {
   ...STATS_OPTIONS,
   ...WEBHOOK_OPTIONS,
   ...SHAKEN_OPTIONS,
+  ...OIDC_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
@@ -153,7 +156,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
-    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken'].includes(command)) {
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     // Every command below uses the database: say which, and never create one by accident:
@@ -199,6 +202,7 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'seed') await seedCommand(service, args, out)
       else if (command === 'webhook') await webhookCommand(service, sub, args, out)
       else if (command === 'shaken') await shakenCommand(service, sub, args, out)
+      else if (command === 'oidc') await oidcCommand(service, sub, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

@@ -11,7 +11,7 @@ export const APPROVAL_FAILURES = {
   CANCELLED: 'the request was cancelled',
   EXPIRED: 'the request expired',
   INVALID_SIGNATURE: 'the signature does not verify over this approval\'s signMessage (or the ledger says a zkLogin signature does not verify)',
-  UNSUPPORTED_SIGNATURE_SCHEME: 'a zkLogin signature on the embedded ledger (LEDGER=local), which cannot verify one',
+  UNSUPPORTED_SIGNATURE_SCHEME: 'a zkLogin signature on a ledger that verifies none (an embedded ledger opened without the login provider)',
   WRONG_SIGNER: 'the signer or sender does not own the token (or another address approved already)',
   TOKEN_NOT_FOUND: 'the number-system token no longer exists',
   TRANSACTION_NOT_FOUND: 'the ledger has no transaction with this digest (after re-reading it for LEDGER_FRESHNESS_MS)',

@@ -6,13 +6,16 @@
  * - `caller`: what caller verification and approvals cache: a number's link to its token,
  *   a token's keystores, a keystore's keys.
  * - `ledger`: the embedded ledger's token owners.
+ * - `accounts`: the login provider's signing keys (`oidc-keys`) and clients (`client:<id>`):
+ *   every process rebuilds its provider's key set, or forgets a client.
  * - `approvals`: an approval was decided (approved or cancelled): `transaction_details?wait=`
  *   requests waiting for it are woken, in every process.
  */
 export const CALLER_TOPIC = 'caller'
 export const LEDGER_TOPIC = 'ledger'
 export const APPROVAL_TOPIC = 'approvals'
-export const TOPICS = [CALLER_TOPIC, LEDGER_TOPIC, APPROVAL_TOPIC] as const
+export const ACCOUNTS_TOPIC = 'accounts'
+export const TOPICS = [CALLER_TOPIC, LEDGER_TOPIC, APPROVAL_TOPIC, ACCOUNTS_TOPIC] as const
 
 export const tag = {
   phone: (phone: string) => `phone:${phone}`,

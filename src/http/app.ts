@@ -6,6 +6,7 @@ import { useJsonParser } from './json-body.ts'
 import { requireHost, trackRouteGuards, transportOptions, type GuardOf } from './transport.ts'
 import { registerObservability } from './observability.ts'
 import { registerOpenApi } from './openapi.ts'
+import { accountsRoutes } from './routes/accounts.ts'
 import { approvalRoutes } from './routes/approvals.ts'
 import { callerRoutes } from './routes/caller.ts'
 import { identityRoutes } from './routes/identity.ts'
@@ -13,6 +14,7 @@ import { ledgerRoutes } from './routes/ledger.ts'
 import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
+import { adminOidcRoutes } from './routes/admin-oidc.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
@@ -74,6 +76,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   })
   await registerOpenApi(app, service)
   registerObservability(app, service)
+  service.accounts.useLogger(app.log)
   await app.register(identityRoutes, { service })
   await app.register(approvalRoutes, { service })
   await app.register(callerRoutes, { service })
@@ -84,5 +87,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(statsRoutes, { service })
   await app.register(adminStatsRoutes, { service })
   await app.register(adminWebhookRoutes, { service })
+  await app.register(accountsRoutes, { service })
+  await app.register(adminOidcRoutes, { service })
   return app
 }

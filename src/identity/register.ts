@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Database, Executor } from '../db/engine.ts'
 import { isUniqueViolation } from '../db/engine.ts'
-import { ConflictError, LedgerUnsupportedError } from '../errors.ts'
+import { LedgerUnsupportedError } from '../errors.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { findByPhone, linkNumber } from './numbers.ts'
 import { canonicalPhone } from './phone.ts'
@@ -10,6 +10,7 @@ import { zkLoginAddressFor } from './zk-address.ts'
 export interface Identifier { type: 'email' | 'phone'; identifier: string }
 
 export interface Registration {
+  /** Whether this call created the account: for the server's own use, never shown (the answer must not tell). */
   created: boolean
   userId: string
   identifiers: Identifier[]
@@ -38,42 +39,46 @@ async function existingUser(db: Executor, phone: string): Promise<UserRow | unde
 }
 
 /**
- * "Register or log in" a phone-number identity. The phone number is the identity: the same
- * number always yields the same user, identifiers and zkLogin address. A number already
- * registered with another e-mail is never taken over (409), and nothing about it changes.
+ * "Register or log in" a phone-number identity. The phone number is the identity, and control
+ * of it follows the one-time codes sent to the number (src/accounts/login-codes.ts), never
+ * this call: it creates the number's account once (user ID, zkAddress, the token minted to it)
+ * and after that changes nothing. The e-mail given is kept only when it creates the account,
+ * unverified; an e-mail given for a registered number binds nothing.
+ *
+ * So the answer is the same whether or not the number was registered: same status, the same
+ * message, the account's userId and zkAddress (a new one cannot be told from an old one), and
+ * the identifiers this request named. Nothing stored about an account (its e-mail) is shown.
+ * See docs/api.md, "Registration".
  */
 export async function registerOrLogin(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<Registration> {
   const phone = canonicalPhone(input.phoneNumber)
   const email = input.email.trim()
-  const emailNormalized = normalizeEmail(email)
+  const identifiers = identifiersOf(email, phone)
 
   const known = await existingUser(deps.db, phone)
-  if (known !== undefined) return login(deps, known, emailNormalized)
+  if (known !== undefined) return answer(deps, known, identifiers, false)
 
   const userId = randomUUID()
   const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
   try {
     const objectId = await deps.db.transaction(async (tx) => {
       await tx.run('INSERT INTO users (user_id, phone, email, email_normalized, zk_address, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-        [userId, phone, email, emailNormalized, zkAddress, Date.now()])
+        [userId, phone, email, normalizeEmail(email), zkAddress, Date.now()])
       return mintFirstToken(deps.ledger, tx, phone, zkAddress)
     })
-    return { created: true, userId, identifiers: identifiersOf(email, phone), zkAddress, objectId }
+    return { created: true, userId, identifiers, zkAddress, objectId }
   } catch (err) {
-    // Lost a race with a concurrent registration of the same number: answer as a login.
+    // Lost a race with a concurrent registration of the same number: the same answer as the winner's.
     if (!isUniqueViolation(err)) throw err
     const winner = await existingUser(deps.db, phone)
     if (winner === undefined) throw err
-    return login(deps, winner, emailNormalized)
+    return answer(deps, winner, identifiers, false)
   }
 }
 
-async function login(deps: RegistrationDeps, user: UserRow, emailNormalized: string): Promise<Registration> {
-  if (user.email_normalized !== emailNormalized) {
-    throw new ConflictError('this phone number is already registered with a different e-mail address')
-  }
+async function answer(deps: RegistrationDeps, user: UserRow, identifiers: Identifier[], created: boolean): Promise<Registration> {
   const link = await findByPhone(deps.db, user.phone)
-  return { created: false, userId: user.user_id, identifiers: identifiersOf(user.email, user.phone), zkAddress: user.zk_address, objectId: link?.objectId ?? null }
+  return { created, userId: user.user_id, identifiers, zkAddress: user.zk_address, objectId: link?.objectId ?? null }
 }
 
 /**

@@ -3,9 +3,11 @@ import type { Database } from '../db/engine.ts'
 import type { Ledger } from './ledger.ts'
 import { LocalLedger } from './local-ledger.ts'
 import { SuiLedger } from './sui-ledger.ts'
+import type { ZkLoginProviders } from './zklogin/verify-clear.ts'
 
-export function createLedger(config: Config, db: Database): Ledger {
-  if (config.ledger === 'local') return new LocalLedger(db, config.knsPackageId)
+/** `zkLoginProviders`: the OpenID providers the embedded ledger verifies zkLogin signatures of (Sui lists its own). */
+export function createLedger(config: Config, db: Database, options: { zkLoginProviders?: ZkLoginProviders } = {}): Ledger {
+  if (config.ledger === 'local') return new LocalLedger(db, config.knsPackageId, options.zkLoginProviders === undefined ? {} : { zkLoginProviders: options.zkLoginProviders })
   return new SuiLedger({
     graphqlUrl: config.suiGraphqlUrl,
     knsPackageId: config.knsPackageId,

@@ -84,7 +84,9 @@ export interface Ledger {
    * LedgerUnavailableError when the ledger cannot say. Absent on the embedded ledger, which
    * therefore cannot verify zkLogin signatures.
    */
-  verifyPersonalMessage?(message: Uint8Array, signature: string, author: string): Promise<boolean>
+  verifyPersonalMessage?(message: Uint8Array, signature: string, author: string): Promise<SignatureVerdict>
+  /** The ledger's current epoch: a zkLogin signature is valid up to its max epoch. */
+  currentEpoch(): Promise<number>
   /** Start-up check of the configured deployment (`kns doctor`); absent when there is nothing to check. */
   check?(): Promise<LedgerCheck[]>
 
@@ -112,6 +114,9 @@ export interface Ledger {
 
   close(): Promise<void>
 }
+
+/** A ledger's judgement of a signature: valid, or why not (the failing check, in words). */
+export type SignatureVerdict = { valid: true } | { valid: false; reason: string }
 
 /** One finding of the start-up check. */
 export interface LedgerCheck { name: string; ok: boolean; detail: string }

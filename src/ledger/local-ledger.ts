@@ -6,7 +6,8 @@ import type { Database, Executor } from '../db/engine.ts'
 import { NotFoundError, ForbiddenError } from '../errors.ts'
 import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import { LocalKeystores } from './local-keystores.ts'
-import type { FeedPage, Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction } from './ledger.ts'
+import type { FeedPage, Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction, SignatureVerdict } from './ledger.ts'
+import { verifyClearZkLogin, type ZkLoginProviders } from './zklogin/verify-clear.ts'
 
 /** Change topic of token ownership (mint, transfer). */
 
@@ -14,6 +15,14 @@ interface TransactionRow { digest: string; sender: string; status: string; event
 
 /** Past this many cached owners the cache starts over. */
 const MAX_CACHED_OWNERS = 100_000
+/** The embedded ledger's epochs last a day, as Sui's do; epoch N starts N days after 1970-01-01 UTC. */
+export const LOCAL_EPOCH_MS = 24 * 3600_000
+
+export interface LocalLedgerOptions {
+  /** The OpenID providers whose zkLogin signatures it verifies (this service's own); none: zkLogin is refused. */
+  zkLoginProviders?: ZkLoginProviders
+  now?: () => number
+}
 
 /**
  * The embedded ledger (`LEDGER=local`): KNS tokens and transactions in the service's own
@@ -36,8 +45,14 @@ export class LocalLedger implements Ledger {
   /** objectId -> owner (null: no such token); undefined while not subscribed to changes. */
   #owners: InvalidatingCache<string, string | null> | undefined
 
-  constructor(db: Database, knsPackageId: string) {
+  readonly #zkLogin: ZkLoginProviders | undefined
+  readonly #now: () => number
+
+  constructor(db: Database, knsPackageId: string, options: LocalLedgerOptions = {}) {
     this.#db = db
+    this.#zkLogin = options.zkLoginProviders
+    this.#now = options.now ?? Date.now
+    if (this.#zkLogin === undefined) this.verifyPersonalMessage = undefined
     this.keystores = new LocalKeystores(db)
     this.packageId = normalizeSuiAddress(knsPackageId)
     this.tokenType = `${this.packageId}::kns::Kns`
@@ -166,6 +181,17 @@ export class LocalLedger implements Ledger {
       timestampMs: Number(row.created_at),
     }
   }
+
+  async currentEpoch(): Promise<number> {
+    return Math.floor(this.#now() / LOCAL_EPOCH_MS)
+  }
+
+  /**
+   * zkLogin signatures of this service's own provider, checked in the clear (the proof is the
+   * prover step's clear witness: see zklogin/clear-proof.ts). Absent without providers.
+   */
+  verifyPersonalMessage? = async (message: Uint8Array, signature: string, author: string): Promise<SignatureVerdict> =>
+    verifyClearZkLogin({ message, signature, author: normalizeSuiAddress(author), currentEpoch: await this.currentEpoch(), providers: this.#zkLogin! })
 
   getKeystore(objectId: string): Promise<Keystore | null> { return this.keystores.get(objectId) }
   getLinkedKeystores(tokenId: string): Promise<string[]> { return this.keystores.linked(tokenId) }

@@ -9,10 +9,10 @@ import type { Executor } from '../db/engine.ts'
 import { LedgerUnavailableError, LedgerUnsupportedError } from '../errors.ts'
 import { toSpkiPem } from '../lib/public-keys.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
-import type { FeedPage, Keystore, KeystoreKey, KnsToken, Ledger, LedgerCheck, LedgerEvent, LedgerTransaction } from './ledger.ts'
+import type { FeedPage, Keystore, KeystoreKey, KnsToken, Ledger, LedgerCheck, LedgerEvent, LedgerTransaction, SignatureVerdict } from './ledger.ts'
 import { LedgerHealth, type LedgerOutcome } from './ledger-health.ts'
 import {
-  APPROVAL_EVENTS_QUERY, CHECK_DEPLOYMENT_QUERY, GET_DYNAMIC_FIELD_QUERY, GET_OBJECT_QUERY, GET_TRANSACTION_QUERY, VERIFY_SIGNATURE_QUERY,
+  APPROVAL_EVENTS_QUERY, CHECK_DEPLOYMENT_QUERY, CURRENT_EPOCH_QUERY, GET_DYNAMIC_FIELD_QUERY, GET_OBJECT_QUERY, GET_TRANSACTION_QUERY, VERIFY_SIGNATURE_QUERY,
 } from './sui-queries.ts'
 
 export interface SuiLedgerOptions {
@@ -47,6 +47,8 @@ const TTL_CACHE_MAX = 10_000
 const EVENTS_PAGE = 50
 /** Guards against a misbehaving server paging forever; 1 000 events is Sui's per-tx cap. */
 const MAX_EVENTS = 1000
+/** How long the current epoch is reused: an epoch lasts about a day; a minute late is harmless. */
+const EPOCH_CACHE_MS = 60_000
 
 /** Insertion-ordered Map used as an LRU: a hit is re-inserted so eviction drops the coldest. */
 class BoundedCache<V> {
@@ -127,6 +129,7 @@ export class SuiLedger implements Ledger {
   readonly #transactions: BoundedCache<LedgerTransaction>
   /** Concurrent identical reads share one request, so a burst costs one RPC. */
   readonly #inflight = new SingleFlight<string, unknown>()
+  #epoch: { value: number; at: number } | undefined
 
   constructor(options: SuiLedgerOptions) {
     const pkg = normalizeSuiAddress(options.knsPackageId)
@@ -311,13 +314,24 @@ export class SuiLedger implements Ledger {
    * it. false only when the ledger says the signature does not verify; an outage, a timeout or
    * an error of the ledger's own is LedgerUnavailableError, never a false.
    */
-  async verifyPersonalMessage(message: Uint8Array, signature: string, author: string): Promise<boolean> {
+  async verifyPersonalMessage(message: Uint8Array, signature: string, author: string): Promise<SignatureVerdict> {
     // Re-encoded: callers may send Base64 without its padding (atob accepts it), which the
     // service's strict Base64 scalar refuses before it verifies anything.
     const result = await this.#request(VERIFY_SIGNATURE_QUERY, 'knsVerifySignature', {
       message: toBase64(message), signature: toBase64(fromBase64(signature)), author: normalizeSuiAddress(author),
     }, { userErrors: true, accept: (data) => (data.verifySignature?.success === true ? null : 'answered without a verdict') })
-    return !result.rejected
+    return result.rejected ? { valid: false, reason: `Sui: ${result.reason}` } : { valid: true }
+  }
+
+  /** The current epoch, read once per EPOCH_CACHE_MS (epochs last about a day). */
+  async currentEpoch(): Promise<number> {
+    const now = Date.now()
+    if (this.#epoch !== undefined && now - this.#epoch.at < EPOCH_CACHE_MS) return this.#epoch.value
+    const data = await this.#once('epoch', () => this.#query(CURRENT_EPOCH_QUERY, 'knsCurrentEpoch', {},
+      (d) => (typeof d.epoch?.epochId === 'number' ? null : 'answered without the current epoch')))
+    const value = data.epoch!.epochId
+    this.#epoch = { value, at: now }
+    return value
   }
 
   /**
@@ -387,7 +401,7 @@ export class SuiLedger implements Ledger {
     operationName: string,
     variables: Variables,
     options: { userErrors?: boolean; accept?: (data: Result) => string | null },
-  ): Promise<{ rejected: true } | { rejected: false; data: Result }> {
+  ): Promise<{ rejected: true; reason: string } | { rejected: false; data: Result }> {
     let result
     try {
       // The SDK's options type is conditional on Variables, which TS cannot resolve for a generic.
@@ -401,7 +415,7 @@ export class SuiLedger implements Ledger {
     if (errors.length > 0) {
       if (options.userErrors === true && errors.every((e) => errorCode(e) === 'BAD_USER_INPUT')) {
         this.health.record(operationName, 'rejected')
-        return { rejected: true }
+        return { rejected: true, reason: String(errors[0]?.message ?? 'rejected').slice(0, 300) }
       }
       const code = errorCode(errors[0])
       const first = String(errors[0]?.message ?? 'unknown error').slice(0, 200)

@@ -121,6 +121,13 @@ export const CHECK_DEPLOYMENT_QUERY = graphql(`
   }
 `)
 
+/** The current epoch: a zkLogin signature names the last epoch it is valid in (maxEpoch). */
+export const CURRENT_EPOCH_QUERY = graphql(`
+  query knsCurrentEpoch {
+    epoch { epochId }
+  }
+`)
+
 /** Every document above, by operation name (the test validates each against the SDK's schema). */
 export const SUI_QUERIES = {
   knsGetObject: GET_OBJECT_QUERY,
@@ -129,4 +136,5 @@ export const SUI_QUERIES = {
   knsVerifySignature: VERIFY_SIGNATURE_QUERY,
   knsCheckDeployment: CHECK_DEPLOYMENT_QUERY,
   knsApprovalEvents: APPROVAL_EVENTS_QUERY,
+  knsCurrentEpoch: CURRENT_EPOCH_QUERY,
 } as const

@@ -185,10 +185,10 @@ describe('verify_signature: state and method', () => {
     assert.equal((await details(h, ref)).status, 'cancelled')
   })
 
-  test('a zkLogin signature on the embedded ledger -> UNSUPPORTED_SIGNATURE_SCHEME', async () => {
+  test('a zkLogin signature with a Groth16 proof on the embedded ledger -> INVALID_SIGNATURE, never taken on trust', async () => {
     const { ref } = await signApprovalFor(new Ed25519Keypair())
     const signature = await fakeZkLoginSignature()
-    assertVerdict(await verifySignature(h, ref, signature), 'UNSUPPORTED_SIGNATURE_SCHEME')
+    assertVerdict(await verifySignature(h, ref, signature), 'INVALID_SIGNATURE')
   })
 })
 

@@ -114,7 +114,7 @@ test('accepted values', () => {
   const config = loadConfig({
     PORT: '0', HOST: '127.0.0.1', LEDGER: 'sui', APPROVAL_TTL_S: '60', DATA_DIR: '/tmp/kns',
     DATABASE_URL: 'postgresql://u@db:5432/kns', REDIS_URL: 'rediss://cache:6380', LOG_LEVEL: 'warn', TRUST_PROXY: 'true',
-    KNS_SECRET: 'x'.repeat(32), ZKLOGIN_ISSUER: 'https://accounts.google.com', ZKLOGIN_CLIENT_ID: 'client-1',
+    KNS_SECRET: 'x'.repeat(32), ZKLOGIN_ISSUER: 'https://login.example.com/oidc', ZKLOGIN_CLIENT_ID: 'client-1',
   })
   assert.equal(config.port, 0)
   assert.equal(config.host, '127.0.0.1')
@@ -127,7 +127,8 @@ test('accepted values', () => {
   assert.equal(config.logLevel, 'warn')
   assert.equal(config.trustProxy, true)
   assert.equal(config.knsSecret, 'x'.repeat(32))
-  assert.equal(config.zkLoginIssuer, 'https://accounts.google.com')
+  assert.equal(config.zkLoginIssuer, 'https://login.example.com/oidc')
+  assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://kns.example.com' }).zkLoginIssuer, 'https://kns.example.com/oidc', 'default: this server\'s /oidc')
   assert.equal(config.zkLoginClientId, 'client-1')
 })
 
@@ -145,6 +146,13 @@ const INVALID: [name: string, value: string][] = [
   ['LOG_LEVEL', 'loud'], ['TRUST_PROXY', 'yes'],
   ['PUBLIC_RATE_LIMIT', 'many'], ['DEFAULT_KEY_RATE', '0'], ['LEDGER_CACHE_TTL_S', '3601'],
   ['ZKLOGIN_ISSUER', `https://${'i'.repeat(256)}`], ['ZKLOGIN_CLIENT_ID', 'c'.repeat(256)],
+  // zkLogin's circuit: an issuer past 156 characters, a client ID past 145, or either with a JSON escape cannot be proven.
+  ['ZKLOGIN_ISSUER', `https://login.example.com/${'i'.repeat(131)}`], ['ZKLOGIN_CLIENT_ID', 'c'.repeat(146)], ['ZKLOGIN_CLIENT_ID', 'a"b'],
+  ['ZKLOGIN_ISSUER', 'https://login.example.com/o"idc'],
+  // The provider is served at the issuer's path: it needs one, not one of the service's own.
+  ['ZKLOGIN_ISSUER', 'https://accounts.google.com'], ['ZKLOGIN_ISSUER', 'https://kns.example.com/numsys'],
+  ['ZKLOGIN_ISSUER', 'https://kns.example.com/oidc?x=1'], ['ZKLOGIN_ISSUER', 'ftp://kns.example.com/oidc'],
+  ['SMS_DELIVERY', 'pigeon'], ['SMS_DELIVERY', 'smpp'], ['SMS_DELIVERY', 'http'], ['SMPP_URL', 'http://smsc:2775'],
   ['KNS_SECRET', 'too-short'], ['KNS_SECRET', 'x'.repeat(31)],
 ]
 
@@ -161,10 +169,10 @@ for (const [name, value] of INVALID) {
 }
 
 test('a database created with one ZKLOGIN_ISSUER / ZKLOGIN_CLIENT_ID refuses to open with another', async () => {
-  const e = await fresh({ ZKLOGIN_ISSUER: 'https://issuer-one.example', ZKLOGIN_CLIENT_ID: 'client-one' })
+  const e = await fresh({ ZKLOGIN_ISSUER: 'https://issuer-one.example/oidc', ZKLOGIN_CLIENT_ID: 'client-one' })
   await close(await open(e.env))
 
-  await assert.rejects(openService(loadConfig({ ...e.env, ZKLOGIN_ISSUER: 'https://issuer-two.example' })), (err: unknown) => {
+  await assert.rejects(openService(loadConfig({ ...e.env, ZKLOGIN_ISSUER: 'https://issuer-two.example/oidc' })), (err: unknown) => {
     assert.ok(err instanceof ConfigError, String(err))
     assert.match(err.message, /ZKLOGIN_ISSUER/)
     assert.match(err.message, /issuer-one/)

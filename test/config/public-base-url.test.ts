@@ -54,7 +54,9 @@ test('set: used and kept, with a warning when it changes what the database was s
   }
   const again = await open({ PUBLIC_BASE_URL: 'https://kns.example.com', PORT: '7000' })
   await again.close()
-  assert.deepEqual(again.warnings, [])
+  assert.deepEqual(again.warnings.filter((w) => w.startsWith('PUBLIC_BASE_URL')), [])
+  // The issuer stays the one the database was created with (addresses never move), and the operator hears where it now lives.
+  assert.match(again.warnings.join('\n'), /ZKLOGIN_ISSUER http:\/\/localhost:8123\/oidc is not under PUBLIC_BASE_URL/)
   const tool = await open({}, 'tool')
   await tool.close()
   assert.equal(tool.config.publicBaseUrl, 'https://kns.example.com')

@@ -217,7 +217,7 @@ describe(`migrations (${ENGINE})`, () => {
   })
 
   test('a service with a different ZKLOGIN_ISSUER refuses to open the database', async () => {
-    await assert.rejects(openService(loadConfig({ ...h.env, ZKLOGIN_ISSUER: 'https://other-issuer.example' })), /ZKLOGIN_ISSUER/)
+    await assert.rejects(openService(loadConfig({ ...h.env, ZKLOGIN_ISSUER: 'https://other-issuer.example/oidc' })), /ZKLOGIN_ISSUER/)
   })
 
   test('a database is reachable: ping works', async () => {

@@ -7,10 +7,11 @@
  * and only the fields asked for come back. What it answers comes from an in-memory world.
  *
  * It cannot run what needs the live network: a zkLogin proof (Groth16 against the chain's
- * JWKs) is accepted when the test registered it (`acceptZkProof`), bound to the address seed,
- * the ephemeral key and the max epoch as the real proof is; everything else in a zkLogin
- * signature (the author's address, the ephemeral signature over the message, the epoch) is
- * checked for real, and other signature schemes are verified with real crypto.
+ * JWKs) is accepted when the test registered it (`acceptZkProof`), bound to the issuer, the
+ * kid, the address seed, the ephemeral key and the max epoch as the real proof is; everything
+ * else in a zkLogin signature is checked as Sui checks it (sui-graphql-zklogin.ts: the header,
+ * the providers and JWKs the chain holds, the max epoch's window, the author's address, the
+ * ephemeral signature over the message), and other signature schemes with real crypto.
  */
 import { createServer } from 'node:http'
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -18,10 +19,15 @@ import type { AddressInfo } from 'node:net'
 import { execute, type GraphQLError } from 'graphql'
 import { parseSerializedSignature } from '@mysten/sui/cryptography'
 import { verifyPersonalMessageSignature } from '@mysten/sui/verify'
-import { computeZkLoginAddressFromSeed } from '@mysten/sui/zklogin'
-import { fromBase64, normalizeStructTag, normalizeSuiAddress, toBase64, toHex } from '@mysten/sui/utils'
+import type { JWK } from 'jose'
+import { fromBase64, normalizeStructTag, normalizeSuiAddress, toHex } from '@mysten/sui/utils'
 import type { SuiLedgerOptions } from '../../src/ledger/sui-ledger.ts'
 import { checkQuery, executableSchema, SUI_ERROR, suiError } from './sui-graphql-schema.ts'
+import { ZkLoginVerifier, type StubZkProof } from './sui-graphql-zklogin.ts'
+
+export {
+  STUB_ZKLOGIN_ISSUER, STUB_ZKLOGIN_JWK, STUB_ZKLOGIN_KID, ZKLOGIN_MAX_EPOCH_UPPER_BOUND_DELTA, type StubZkProof,
+} from './sui-graphql-zklogin.ts'
 
 export const STUB_KNS_PACKAGE_ID = '0x' + '6b'.repeat(32)
 export const STUB_KEYSTORE_PACKAGE_ID = '0x' + '5c'.repeat(32)
@@ -52,8 +58,6 @@ export interface StubKeystore {
   type?: string
 }
 export interface StubRequest { operationName: string | null; query: string; variables: Record<string, unknown> }
-/** A zkLogin proof the stub treats as valid (it cannot run the Groth16 verifier). */
-export interface StubZkProof { proofPoints: unknown; addressSeed: string; ephemeralAddress: string; maxEpoch: number }
 /** A fault injected into one root field: an error the real service can answer, and/or a stall. */
 export interface StubFault { error?: 'INTERNAL_SERVER_ERROR' | 'REQUEST_TIMEOUT'; delayMs?: number }
 
@@ -69,8 +73,17 @@ export interface SuiGraphqlWorld {
   addTransaction(tx: StubTransaction): void
   link(tokenId: string, keystoreIds: string[]): void
   unlink(tokenId: string): void
+  /** A zkLogin proof the stub treats as valid (it cannot run the Groth16 verifier), bound to its iss, kid, seed, ephemeral key, max epoch. */
   acceptZkProof(proof: StubZkProof): void
-  /** The current epoch (zkLogin signatures with a smaller max epoch have expired). */
+  /**
+   * An OpenID provider whose JWKs the chain holds (merged into those it has): only its tokens'
+   * proofs verify, and only with a kid it holds. Held from the start: STUB_ZKLOGIN_ISSUER
+   * (Google) with STUB_ZKLOGIN_KID.
+   */
+  addZkLoginProvider(iss: string, jwks: { keys: JWK[] }): void
+  /** A JWK rotated out: signatures whose header names it no longer verify. */
+  removeZkLoginJwk(iss: string, kid: string): void
+  /** The current epoch (zkLogin signatures with a smaller max epoch have expired, or more than 30 above it are refused). */
   setEpoch(epoch: number): void
   setMaxPageSize(size: number): void
   /** Make every request fail: HTTP 500, or HTTP 200 with a GraphQL `errors` array. */
@@ -184,7 +197,7 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
   const objects = new Map<string, StoredObject | 'package'>()
   const transactions = new Map<string, StubTransaction>()
   const links = new Map<string, string[]>()
-  const zkProofs = new Map<string, StubZkProof>()
+  const zkLogin = new ZkLoginVerifier()
   const faults = new Map<string, StubFault>()
   const requests: StubRequest[] = []
   const errors: SuiGraphqlWorld['errors'] = []
@@ -216,7 +229,9 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
     addTransaction(tx) { transactions.set(tx.digest, tx) },
     link(tokenId, keystoreIds) { links.set(id(tokenId), keystoreIds.map(id)) },
     unlink(tokenId) { links.delete(id(tokenId)) },
-    acceptZkProof(proof) { zkProofs.set(JSON.stringify(proof.proofPoints), proof) },
+    acceptZkProof(proof) { zkLogin.acceptProof(proof) },
+    addZkLoginProvider(iss, jwks) { zkLogin.addProvider(iss, jwks) },
+    removeZkLoginJwk(iss, kid) { zkLogin.removeJwk(iss, kid) },
     setEpoch(value) { epoch = value },
     setMaxPageSize(size) { maxPageSize = size },
     fail(mode) { failure = mode },
@@ -302,23 +317,7 @@ export async function startSuiGraphqlStub(options: StubOptions = {}): Promise<Su
       }
       return { success: true }
     }
-    const { zkLogin } = parsed
-    const seed = zkLogin.addressSeed
-    const addresses = [computeZkLoginAddressFromSeed(seed, zkLogin.iss, false), computeZkLoginAddressFromSeed(seed, zkLogin.iss, true)]
-    if (!addresses.includes(id(author))) throw failed('zkLogin address does not match the author')
-    const maxEpoch = Number(zkLogin.maxEpoch)
-    if (maxEpoch < epoch) throw failed(`zkLogin max epoch ${maxEpoch} is before the current epoch ${epoch}`)
-    let ephemeral: string
-    try {
-      const key = await verifyPersonalMessageSignature(bytes, toBase64(zkLogin.userSignature as Uint8Array))
-      ephemeral = key.toSuiAddress()
-    } catch {
-      throw failed('the ephemeral signature does not verify over the message')
-    }
-    const proof = zkProofs.get(JSON.stringify(zkLogin.inputs.proofPoints))
-    if (proof === undefined || proof.addressSeed !== String(seed) || proof.ephemeralAddress !== ephemeral || proof.maxEpoch !== maxEpoch) {
-      throw failed('Groth16 proof verify failed')
-    }
+    await zkLogin.verify(parsed.zkLogin, bytes, author, epoch)
     return { success: true }
   }
 

@@ -15,9 +15,10 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags: ['identity'],
       summary: 'Register a phone number, or log in to it',
-      description: 'The same phone number always returns the same userId, identifiers and zkAddress. A number registered ' +
-        'with another e-mail is never taken over: 409. On first registration the ledger mints the number\'s KNS token ' +
-        'to the zkAddress (embedded ledger; on Sui an operator links the token).',
+      description: 'The same phone number always returns the same userId and zkAddress, and the same answer whether or not it was ' +
+        'registered before: registering grants nothing. The account is controlled by whoever receives the one-time codes sent to the ' +
+        'number (the login provider); the e-mail is kept unverified when the number is new and binds nothing otherwise. On first ' +
+        'registration the ledger mints the number\'s KNS token to the zkAddress (embedded ledger; on Sui an operator links the token).',
       body: RegisterRequest,
       response: withErrors({ 200: RegisterResponse }),
     },
@@ -31,7 +32,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
     }, request.body)
     return {
       success: true,
-      message: result.created ? 'user registered' : 'user logged in',
+      message: 'user registered',
       userId: result.userId,
       identifiers: result.identifiers,
       zkAddress: result.zkAddress,

@@ -1,0 +1,116 @@
+import type { JsonWebKey } from 'node:crypto'
+import type { Config } from '../config.ts'
+import type { ChangeWatcher } from '../db/change-signal.ts'
+import type { Database } from '../db/engine.ts'
+import type { Ledger } from '../ledger/ledger.ts'
+import type { ZkLoginProviders } from '../ledger/zklogin/verify-clear.ts'
+import { SealedBox } from '../lib/sealed-box.ts'
+import { Clients } from './clients.ts'
+import { LoginCodes } from './login-codes.ts'
+import { prove, type ProveRequest } from './prove.ts'
+import { LoginProvider } from './provider.ts'
+import { saltFor } from './salt.ts'
+import { SigningKeys, type PublicJwk } from './signing-keys.ts'
+import { createSmsSender } from './sms/create-sms-sender.ts'
+import type { SmsLogger, SmsSender } from './sms/sms-sender.ts'
+
+/** Published keys are re-read at most this often by the ledger's zkLogin check (a rotation signals anyway). */
+const KEY_CACHE_MS = 5000
+
+/**
+ * The login provider area as the rest of the service sees it: signing keys, clients, the
+ * provider itself, login codes and their SMS delivery, the salt service and the prover step.
+ */
+export class Accounts {
+  readonly keys: SigningKeys
+  readonly clients: Clients
+  readonly provider: LoginProvider
+  readonly codes: LoginCodes
+  readonly sms: SmsSender
+  readonly #config: Config
+  readonly #secret: () => Buffer
+  #log: SmsLogger = { info: () => {}, warn: () => {} }
+  #published: { at: number; keys: PublicJwk[] } | undefined
+
+  constructor(config: Config, db: Database, secret: () => Buffer) {
+    this.#config = config
+    this.#secret = secret
+    const box = (purpose: string) => () => new SealedBox(secret(), purpose)
+    this.keys = new SigningKeys(db, box('oidc-signing-keys'))
+    this.clients = new Clients(db, box('oidc-client-secrets'), { clientId: config.zkLoginClientId, redirectUri: `${config.publicBaseUrl}/approve` })
+    this.provider = new LoginProvider({ config, db, keys: this.keys, clients: this.clients, secret })
+    // The server's logger arrives with the app (useLogger); until then nothing is sent anyway.
+    const log: SmsLogger = { info: (o, m) => this.#log.info(o, m), warn: (o, m) => this.#log.warn(o, m) }
+    this.sms = createSmsSender({
+      delivery: config.smsDelivery, timeoutMs: config.smsTimeoutMs,
+      ...(config.smppUrl === undefined ? {} : { smppUrl: config.smppUrl }),
+      ...(config.smppSystemType === undefined ? {} : { smppSystemType: config.smppSystemType }),
+      ...(config.smsFrom === undefined ? {} : { smsFrom: config.smsFrom }),
+      ...(config.smsHttpUrl === undefined ? {} : { httpUrl: config.smsHttpUrl }),
+    }, log)
+    this.codes = new LoginCodes({
+      db, secret, sms: this.sms, host: new URL(config.publicBaseUrl).host,
+      limits: {
+        perNumber: config.loginSendsPerNumber, perIp: config.loginSendsPerIp, perPrefix: config.loginSendsPerPrefix,
+        prefixDigits: config.loginPrefixDigits, cooldownS: config.loginResendCooldownS,
+      },
+      onDeliveryError: (err) => this.#log.warn({ err }, 'a login code could not be delivered'),
+    })
+  }
+
+  useLogger(logger: SmsLogger): void {
+    this.#log = logger
+  }
+
+  /** What an operator must hear at start. */
+  warnings(): string[] {
+    const warnings: string[] = []
+    if (this.#config.smsDelivery === 'log') {
+      warnings.push('SMS_DELIVERY=log: login codes are written to this server\'s log instead of being sent (development only; set SMS_DELIVERY=smpp or http)')
+    }
+    if (this.#config.ledger === 'sui' && this.#config.zkLoginProverUrl === undefined) {
+      warnings.push('LEDGER=sui without ZKLOGIN_PROVER_URL: owners cannot approve with their phone number (no zkLogin proofs)')
+    }
+    const issuer = new URL(this.#config.zkLoginIssuer)
+    if (issuer.origin !== new URL(this.#config.publicBaseUrl).origin) {
+      warnings.push(`ZKLOGIN_ISSUER ${this.#config.zkLoginIssuer} is not under PUBLIC_BASE_URL: its discovery and keys are served here at ` +
+        `${issuer.pathname}; route ${issuer.origin}${issuer.pathname} to this server for relying parties and Sui to find them`)
+    }
+    return warnings
+  }
+
+  /** The embedded ledger's view of this provider: the one issuer it lists, and the keys it publishes. */
+  zkLoginProviders(): ZkLoginProviders {
+    return {
+      lists: (iss) => iss === this.#config.zkLoginIssuer,
+      jwk: async (iss, kid) => {
+        if (iss !== this.#config.zkLoginIssuer) return null
+        const now = Date.now()
+        if (this.#published === undefined || now - this.#published.at > KEY_CACHE_MS || !this.#published.keys.some((k) => k.kid === kid)) {
+          this.#published = { at: now, keys: await this.keys.published(now) }
+        }
+        return (this.#published.keys.find((k) => k.kid === kid) as JsonWebKey | undefined) ?? null
+      },
+    }
+  }
+
+  async start(changes: ChangeWatcher | null): Promise<void> {
+    await this.provider.start(changes)
+  }
+
+  salt(token: string): Promise<{ salt: string }> {
+    return saltFor({ issuer: this.#config.zkLoginIssuer, keys: this.keys, clients: this.clients, secret: this.#secret }, token)
+  }
+
+  prove(ledger: Ledger, request: ProveRequest) {
+    return prove({
+      issuer: this.#config.zkLoginIssuer, keys: this.keys, clients: this.clients, ledger,
+      proverUrl: this.#config.zkLoginProverUrl, proverTimeoutMs: this.#config.zkLoginProverTimeoutMs,
+    }, request)
+  }
+
+  async close(): Promise<void> {
+    this.provider.close()
+    await this.sms.close()
+  }
+}

@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto'
+import { signalChange } from '../db/change-signal.ts'
+import { ACCOUNTS_TOPIC } from '../db/change-topics.ts'
+import type { Database } from '../db/engine.ts'
+import { isUniqueViolation } from '../db/engine.ts'
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
+import type { SealedBox } from '../lib/sealed-box.ts'
+import { claimProblem, ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
+
+/**
+ * The relying parties of the login provider, registered by the operator (`kns oidc client`,
+ * the admin routes): exact redirect URIs, no wildcard, no dynamic registration. A public
+ * client (a page, an app) uses PKCE or the implicit id_token flow; a confidential one (a
+ * server) also has a secret, printed once and stored sealed with KNS_SECRET.
+ *
+ * ZKLOGIN_CLIENT_ID is the built-in client: the audience of every registered user's
+ * zkAddress, used by the approval page at `$PUBLIC_BASE_URL/approve`. Other redirect URIs can
+ * be added to it (a wallet that must reach the same addresses) by adding a client with its ID.
+ */
+export interface OidcClient {
+  clientId: string
+  name: string
+  redirectUris: string[]
+  confidential: boolean
+  builtIn: boolean
+  createdAt: number | null
+}
+
+/** The metadata oidc-provider takes for a client. */
+export interface ClientMetadata {
+  client_id: string
+  client_name: string
+  redirect_uris: string[]
+  response_types: string[]
+  grant_types: string[]
+  token_endpoint_auth_method: string
+  id_token_signed_response_alg: 'RS256'
+  client_secret?: string
+}
+
+interface ClientRow { client_id: string; name: string; redirect_uris: string; sealed_secret: string | null; created_at: number }
+
+const CLIENT_ID = /^[A-Za-z0-9._:-]{1,64}$/
+const NAME = /^[\p{L}\p{N}][\p{L}\p{N} .,&'()_-]{0,63}$/u
+const MAX_REDIRECT_URIS = 10
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
+export const CLIENT_CHANGED = (clientId: string) => `client:${clientId}`
+
+/** An exact redirect URI: https (http only on a loopback host, for development), no fragment, no wildcard. */
+export function checkRedirectUri(raw: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ValidationError(`redirect URI ${JSON.stringify(raw)} is not an absolute URL`, { field: 'redirectUris' })
+  }
+  if (raw.length > 512) throw new ValidationError('a redirect URI must be at most 512 characters', { field: 'redirectUris' })
+  if (raw.includes('*')) throw new ValidationError('redirect URIs are exact: no wildcard', { field: 'redirectUris' })
+  if (url.hash !== '' || raw.includes('#')) throw new ValidationError('a redirect URI must not have a fragment', { field: 'redirectUris' })
+  if (url.username !== '' || url.password !== '') throw new ValidationError('a redirect URI must not carry credentials', { field: 'redirectUris' })
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname))) {
+    throw new ValidationError('a redirect URI must be https (http only on localhost or 127.0.0.1, for development)', { field: 'redirectUris' })
+  }
+  return raw
+}
+
+export function metadataOf(client: { clientId: string; name: string; redirectUris: string[] }, secret: string | null): ClientMetadata {
+  return {
+    client_id: client.clientId,
+    client_name: client.name,
+    redirect_uris: client.redirectUris,
+    response_types: ['code', 'id_token'],
+    grant_types: ['authorization_code', 'implicit'],
+    token_endpoint_auth_method: secret === null ? 'none' : 'client_secret_basic',
+    id_token_signed_response_alg: 'RS256',
+    ...(secret === null ? {} : { client_secret: secret }),
+  }
+}
+
+export class Clients {
+  readonly #db: Database
+  readonly #box: () => SealedBox
+  readonly #builtIn: { clientId: string; redirectUri: string }
+
+  constructor(db: Database, box: () => SealedBox, builtIn: { clientId: string; redirectUri: string }) {
+    this.#db = db
+    this.#box = box
+    this.#builtIn = builtIn
+  }
+
+  get builtInId(): string {
+    return this.#builtIn.clientId
+  }
+
+  async add(input: { name: string; redirectUris: string[]; clientId?: string; confidential?: boolean }): Promise<{ client: OidcClient; secret: string | null }> {
+    if (!NAME.test(input.name)) throw new ValidationError('name: 1-64 letters, digits, spaces and .,&\'()_-', { field: 'name' })
+    const clientId = input.clientId ?? `cl_${randomBytes(12).toString('hex')}`
+    if (!CLIENT_ID.test(clientId)) throw new ValidationError('clientId: 1-64 of A-Z a-z 0-9 . _ : -', { field: 'clientId' })
+    const audience = claimProblem('clientId', clientId, ZKLOGIN_LIMITS.aud)
+    if (audience !== null) throw new ValidationError(audience, { field: 'clientId' })
+    const uris = [...new Set(input.redirectUris.map(checkRedirectUri))]
+    if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) throw new ValidationError(`1 to ${MAX_REDIRECT_URIS} redirect URIs`, { field: 'redirectUris' })
+    if (clientId === this.#builtIn.clientId && input.confidential) {
+      throw new ValidationError(`${clientId} is the built-in public client (ZKLOGIN_CLIENT_ID): it takes redirect URIs, not a secret`, { field: 'confidential' })
+    }
+    const secret = input.confidential ? randomBytes(32).toString('base64url') : null
+    const now = Date.now()
+    try {
+      await this.#db.transaction(async (tx) => {
+        await tx.run('INSERT INTO oidc_clients (client_id, name, redirect_uris, sealed_secret, created_at) VALUES ($1, $2, $3, $4, $5)',
+          [clientId, input.name, JSON.stringify(uris), secret === null ? null : this.#box().seal(secret), now])
+        await signalChange(tx, ACCOUNTS_TOPIC, CLIENT_CHANGED(clientId))
+      })
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new ConflictError(`a client ${clientId} exists already`, { field: 'clientId' })
+      throw err
+    }
+    const client = (await this.get(clientId))!
+    return { client, secret }
+  }
+
+  async list(): Promise<OidcClient[]> {
+    const rows = await this.#db.all<ClientRow>('SELECT * FROM oidc_clients ORDER BY created_at, client_id')
+    const clients = rows.filter((r) => r.client_id !== this.#builtIn.clientId).map((r) => this.#fromRow(r))
+    return [(await this.get(this.#builtIn.clientId))!, ...clients]
+  }
+
+  async get(clientId: string): Promise<OidcClient | null> {
+    if (!CLIENT_ID.test(clientId)) return null
+    const row = await this.#db.get<ClientRow>('SELECT * FROM oidc_clients WHERE client_id = $1', [clientId])
+    if (clientId === this.#builtIn.clientId) {
+      const extra = row === undefined ? [] : (JSON.parse(row.redirect_uris) as string[])
+      return {
+        clientId, name: row?.name ?? 'KNS approvals', redirectUris: [...new Set([this.#builtIn.redirectUri, ...extra])],
+        confidential: false, builtIn: true, createdAt: row === undefined ? null : Number(row.created_at),
+      }
+    }
+    return row === undefined ? null : this.#fromRow(row)
+  }
+
+  /** What oidc-provider needs to serve the client (its secret opened), or undefined for none. */
+  async metadata(clientId: string): Promise<ClientMetadata | undefined> {
+    const client = await this.get(clientId)
+    if (client === null) return undefined
+    const row = client.confidential ? await this.#db.get<ClientRow>('SELECT sealed_secret FROM oidc_clients WHERE client_id = $1', [clientId]) : undefined
+    return metadataOf(client, row?.sealed_secret ? this.#box().open(row.sealed_secret) : null)
+  }
+
+  /** Removes a client (for the built-in one: the redirect URIs added to it). */
+  async remove(clientId: string): Promise<void> {
+    const removed = await this.#db.transaction(async (tx) => {
+      const n = await tx.run('DELETE FROM oidc_clients WHERE client_id = $1', [clientId])
+      if (n > 0) await signalChange(tx, ACCOUNTS_TOPIC, CLIENT_CHANGED(clientId))
+      return n
+    })
+    if (removed === 0) {
+      const why = clientId === this.#builtIn.clientId ? ' (the built-in client itself cannot be removed; it has no added redirect URIs)' : ''
+      throw new NotFoundError(`no client ${clientId}${why}`, { field: 'clientId' })
+    }
+  }
+
+  #fromRow(row: ClientRow): OidcClient {
+    return {
+      clientId: row.client_id, name: row.name, redirectUris: JSON.parse(row.redirect_uris) as string[],
+      confidential: row.sealed_secret !== null, builtIn: false, createdAt: Number(row.created_at),
+    }
+  }
+}

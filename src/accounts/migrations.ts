@@ -1,0 +1,63 @@
+import type { Migration } from '../db/migrations.ts'
+
+/** The login provider (version 13 on): its protocol state, clients, signing keys and login codes. */
+export const ACCOUNTS_MIGRATIONS: Migration[] = [
+  {
+    version: 13,
+    name: 'accounts: OpenID provider state, clients and signing keys; one-time login codes',
+    up: [
+      // oidc-provider's models (sessions, interactions, codes, grants, tokens), one JSON payload
+      // each, found by (model, id) and by the secondary keys its adapter interface asks for.
+      `CREATE TABLE oidc_payloads (
+        model TEXT NOT NULL,
+        id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        grant_id TEXT,
+        uid TEXT,
+        user_code TEXT,
+        expires_at BIGINT,
+        consumed_at BIGINT,
+        PRIMARY KEY (model, id)
+      )`,
+      'CREATE INDEX oidc_payloads_grant ON oidc_payloads (grant_id)',
+      'CREATE INDEX oidc_payloads_uid ON oidc_payloads (uid)',
+      'CREATE INDEX oidc_payloads_expiry ON oidc_payloads (expires_at)',
+      // Clients the operator registered; a confidential client's secret sealed with KNS_SECRET.
+      `CREATE TABLE oidc_clients (
+        client_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        redirect_uris TEXT NOT NULL,
+        sealed_secret TEXT,
+        created_at BIGINT NOT NULL
+      )`,
+      // Signing keys: published from created_at; signing from signing_from (null: the next key,
+      // published but not signing yet); replaced at retired_at, published for the overlap after.
+      `CREATE TABLE oidc_keys (
+        kid TEXT PRIMARY KEY,
+        public_jwk TEXT NOT NULL,
+        sealed_private_jwk TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        signing_from BIGINT,
+        retired_at BIGINT
+      )`,
+      // One-time login codes: only an HMAC of the code is kept. Sends are counted per number,
+      // per number prefix and per client (an HMAC of its address) for the send limits.
+      `CREATE TABLE login_codes (
+        id TEXT PRIMARY KEY,
+        interaction_uid TEXT NOT NULL,
+        phone TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        client_hash TEXT NOT NULL,
+        code_mac TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT
+      )`,
+      'CREATE INDEX login_codes_phone ON login_codes (phone, created_at)',
+      'CREATE INDEX login_codes_prefix ON login_codes (prefix, created_at)',
+      'CREATE INDEX login_codes_client ON login_codes (client_hash, created_at)',
+      'CREATE INDEX login_codes_interaction ON login_codes (interaction_uid, created_at)',
+    ],
+  },
+]

@@ -1,0 +1,198 @@
+import { createHmac } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider'
+import type { Config } from '../config.ts'
+import type { ChangeWatcher } from '../db/change-signal.ts'
+import { ACCOUNTS_TOPIC } from '../db/change-topics.ts'
+import type { Database } from '../db/engine.ts'
+import { needsJsonEscape } from '../lib/zklogin-limits.ts'
+import { findAccountClaims } from './account-claims.ts'
+import type { Clients } from './clients.ts'
+import { adapterFactory, sweepExpired } from './provider-adapter.ts'
+import { KEYS_CHANGED, type SigningKeys } from './signing-keys.ts'
+
+/**
+ * The service's OpenID provider (oidc-provider by panva, OpenID Certified): the issuer of every
+ * user's zkLogin identity, served at the path of ZKLOGIN_ISSUER. Authorization code with PKCE
+ * (S256) and the implicit id_token flow with a required nonce (what zkLogin uses); clients
+ * registered by the operator; all state in our database; RS256 keys from SigningKeys. Logging
+ * in is our interaction (a code sent to the number, src/accounts/login-codes.ts).
+ */
+export interface LoginProviderDeps {
+  config: Config
+  db: Database
+  keys: SigningKeys
+  clients: Clients
+  secret: () => Buffer
+}
+
+/** Scopes and the claims each brings (into the id_token too: zkLogin reads only the id_token). */
+const CLAIMS = {
+  openid: ['sub'],
+  profile: ['preferred_username'],
+  phone: ['phone_number', 'phone_number_verified'],
+  email: ['email', 'email_verified'],
+}
+const SCOPES = Object.keys(CLAIMS).join(' ')
+/** A nonce is a claim the circuit reads raw: printable ASCII without escapes; zkLogin's is 27 characters. */
+const MAX_NONCE = 128
+/** How often expired protocol state is swept, and the key set compared with the database. */
+const SWEEP_MS = 10 * 60_000
+const KEY_CHECK_MS = 60_000
+
+export class LoginProvider {
+  readonly issuer: string
+  /** Where the provider is served: the issuer's path (e.g. `/oidc`). */
+  readonly mountPath: string
+  readonly #deps: LoginProviderDeps
+  #provider: Provider | undefined
+  #handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
+  #kids = ''
+  #timers: NodeJS.Timeout[] = []
+
+  constructor(deps: LoginProviderDeps) {
+    this.#deps = deps
+    this.issuer = deps.config.zkLoginIssuer
+    this.mountPath = new URL(this.issuer).pathname.replace(/\/+$/, '')
+  }
+
+  /** Builds the provider (creating the first keys if there are none), and keeps its key set current. */
+  async start(changes: ChangeWatcher | null): Promise<void> {
+    await this.#deps.keys.ensure()
+    await this.#build()
+    changes?.on('change', (topic, subject) => {
+      if (topic === ACCOUNTS_TOPIC && (subject === null || subject === KEYS_CHANGED)) void this.refresh()
+    })
+    // A retired key leaves the JWKS when its overlap ends, with or without a rotation.
+    this.#timers.push(setInterval(() => void this.refresh(), KEY_CHECK_MS).unref())
+    this.#timers.push(setInterval(() => void sweepExpired(this.#deps.db).catch(() => {}), SWEEP_MS).unref())
+  }
+
+  get provider(): Provider {
+    if (this.#provider === undefined) throw new Error('the login provider has not started')
+    return this.#provider
+  }
+
+  /** Serves one request under the mount path (the URL as the client sent it). */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    const original = req.url ?? '/'
+    ;(req as IncomingMessage & { originalUrl?: string }).originalUrl = original
+    req.url = original.slice(this.mountPath.length) || '/'
+    if (!req.url.startsWith('/')) req.url = `/${req.url}`
+    this.#handler!(req, res)
+  }
+
+  close(): void {
+    for (const timer of this.#timers) clearInterval(timer)
+  }
+
+  /** Rebuilds the provider when the published key set changed (a rotation, an overlap ended). */
+  async refresh(): Promise<void> {
+    try {
+      const kids = (await this.#deps.keys.published()).map((k) => k.kid).join(',')
+      if (kids !== this.#kids) await this.#build()
+    } catch {
+      // The database is away: the current key set keeps serving; the next check tries again.
+    }
+  }
+
+  async #build(): Promise<void> {
+    const keys = await this.#deps.keys.forProvider()
+    const provider = new Provider(this.issuer, this.#configuration(keys))
+    provider.proxy = this.#deps.config.trustProxy
+    allowDevelopmentRedirects(provider)
+    provider.use(securityHeaders)
+    this.#provider = provider
+    this.#handler = provider.callback()
+    this.#kids = keys.map((k) => (k as { kid?: string }).kid).join(',')
+  }
+
+  #configuration(keys: object[]): Configuration {
+    const { db, clients, secret } = this.#deps
+    const mount = this.mountPath
+    return {
+      adapter: adapterFactory(db, clients),
+      jwks: { keys: keys as NonNullable<Configuration['jwks']>['keys'] },
+      async findAccount(_ctx, sub) {
+        const claims = await findAccountClaims(db, sub)
+        return claims === null ? undefined : { accountId: sub, claims: () => ({ ...claims }) }
+      },
+      claims: CLAIMS,
+      // zkLogin reads the id_token only: the scopes' claims go into it whatever else is issued.
+      conformIdTokenClaims: false,
+      responseTypes: ['code', 'id_token'],
+      pkce: { required: () => true },
+      scopes: SCOPES.split(' '),
+      cookies: {
+        keys: [createHmac('sha256', secret()).update('kns/oidc-cookies/v1').digest('base64url')],
+        long: { signed: true, httpOnly: true, sameSite: 'lax' },
+        short: { signed: true, httpOnly: true, sameSite: 'lax' },
+      },
+      ttl: {
+        AuthorizationCode: 60,
+        IdToken: 600,
+        AccessToken: 600,
+        Interaction: 900,
+        Session: 24 * 3600,
+        Grant: 14 * 24 * 3600,
+      },
+      features: {
+        devInteractions: { enabled: false },
+        revocation: { enabled: true },
+        userinfo: { enabled: true },
+        rpInitiatedLogout: { enabled: true },
+        introspection: { enabled: false },
+        registration: { enabled: false },
+        claimsParameter: { enabled: false },
+      },
+      interactions: { url: (_ctx, interaction) => `${mount}/interaction/${interaction.uid}` },
+      // Every client is the operator's own: the scopes it asks for are granted without a consent screen.
+      async loadExistingGrant(ctx: KoaContextWithOIDC) {
+        const { client, session, provider } = ctx.oidc
+        if (client === undefined || session?.accountId === undefined) return undefined
+        const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId)
+        const grant = (grantId === undefined ? undefined : await provider.Grant.find(grantId))
+          ?? new provider.Grant({ clientId: client.clientId, accountId: session.accountId })
+        grant.addOIDCScope(SCOPES)
+        await grant.save()
+        return grant
+      },
+      extraParams: {
+        // The nonce becomes a claim the zkLogin circuit reads raw: refuse what it could not prove.
+        nonce(_ctx: KoaContextWithOIDC, value: string | undefined) {
+          if (value !== undefined && (value.length > MAX_NONCE || needsJsonEscape(value))) {
+            throw new errors.InvalidRequest(`nonce must be at most ${MAX_NONCE} printable ASCII characters without " or \\`)
+          }
+        },
+      } as unknown as Configuration['extraParams'],
+      clientBasedCORS(_ctx, origin, client) {
+        return client.redirectUris?.some((uri) => new URL(uri).origin === origin) ?? false
+      },
+      async renderError(ctx, out) {
+        ctx.type = 'application/json; charset=utf-8'
+        ctx.body = JSON.stringify(out)
+      },
+    }
+  }
+}
+
+/**
+ * oidc-provider refuses http and localhost redirect URIs for implicit clients (right for
+ * production). Our own rule (clients.ts: https, or http on a loopback host) is the gate, so a
+ * development server on http://localhost can use the implicit flow for its approval page.
+ */
+function allowDevelopmentRedirects(provider: Provider): void {
+  const schema = (provider.Client as unknown as { Schema: { prototype: { invalidate(message: string, code?: string): void } } }).Schema
+  const original = schema.prototype.invalidate
+  schema.prototype.invalidate = function invalidate(message: string, code?: string) {
+    if (code === 'implicit-force-https' || code === 'implicit-forbid-localhost') return
+    original.call(this, message, code)
+  }
+}
+
+async function securityHeaders(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  ctx.set('x-content-type-options', 'nosniff')
+  ctx.set('referrer-policy', 'no-referrer')
+  ctx.set('x-frame-options', 'DENY')
+  await next()
+}

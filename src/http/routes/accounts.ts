@@ -1,0 +1,150 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { NotFoundError, RateLimitedError, ValidationError } from '../../errors.ts'
+import { canonicalPhone, maskPhone } from '../../identity/phone.ts'
+import { MAX_EPOCH_UPPER_BOUND_DELTA } from '../../ledger/zklogin/verify-clear.ts'
+import type { Service } from '../../service.ts'
+import { publicRateLimit } from '../auth.ts'
+import { BODY_LIMITS } from '../json-body.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import {
+  EpochResponse, InteractionDetails, InteractionParams, LoginRequest, ProveRequest, ProveResponse, RedirectResponse, SaltRequest, SaltResponse,
+  SendCodeRequest, SendCodeResponse,
+} from '../../contract/accounts-schemas.ts'
+
+const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
+/** Per client address: salts and proofs are asked for once per login, not in loops. */
+const SALT_PER_MINUTE = 20
+const PROVE_PER_MINUTE = 10
+
+/**
+ * The login provider over HTTP: oidc-provider answers everything under the issuer's path
+ * (discovery, JWKS, authorization, token, userinfo, logout), except the interaction, which is
+ * ours: the login page and its JSON steps (send a code, check it). Then the zkLogin steps a
+ * page or a wallet takes after logging in: the current epoch, the salt, the proof.
+ */
+export async function accountsRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const { accounts } = service
+  const mount = accounts.provider.mountPath
+  const ipLimit = publicRateLimit(service)
+  const perMinute = (name: string, n: number) => async (request: FastifyRequest) => {
+    const decision = await service.rateLimiter.take(`${name}:${request.ip}`, n / 60, n)
+    if (!decision.allowed) throw new RateLimitedError(`too many ${name} requests; retry in ${decision.retryAfterS} s`, decision.retryAfterS)
+  }
+
+  // oidc-provider reads its own bodies: hand the raw request over before Fastify parses anything.
+  const toProvider = async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.hijack()
+    accounts.provider.handle(request.raw, reply.raw)
+  }
+  for (const url of [mount, `${mount}/*`]) {
+    app.route({ method: ALL_METHODS, url, onRequest: [ipLimit, toProvider], schema: { hide: true }, handler: async () => undefined })
+  }
+
+  const tags = ['login']
+  /** The interaction of this browser (its cookie) with this uid, or 404: expired, finished, or another browser's. */
+  const interaction = async (request: { raw: FastifyRequest['raw']; params: { uid: string } }, reply: FastifyReply) => {
+    try {
+      const details = await accounts.provider.provider.interactionDetails(request.raw, reply.raw)
+      if (details.uid !== request.params.uid) throw new Error('another interaction')
+      return details
+    } catch {
+      throw new NotFoundError('this login has expired or belongs to another browser: start again from the page that sent you here')
+    }
+  }
+
+  app.get(`${mount}/interaction/:uid/details`, {
+    onRequest: ipLimit,
+    schema: { tags, summary: 'What the login asks (for the login page)', params: InteractionParams, response: withErrors({ 200: InteractionDetails }) },
+  }, async (request, reply) => {
+    const details = await interaction(request, reply)
+    const clientId = String(details.params.client_id)
+    const client = await accounts.clients.get(clientId)
+    reply.header('cache-control', 'no-store')
+    return {
+      uid: details.uid, prompt: details.prompt.name, client: { clientId, name: client?.name ?? clientId },
+      expiresAt: new Date(details.exp * 1000).toISOString(),
+    }
+  })
+
+  app.post(`${mount}/interaction/:uid/code`, {
+    onRequest: ipLimit,
+    bodyLimit: BODY_LIMITS.small,
+    schema: {
+      tags, summary: 'Send a one-time code to the number',
+      description: 'The same answer whether or not the number has an account (only then is a text sent). Limited per number ' +
+        '(and a cooldown between two), per client address and per number prefix: 429 with Retry-After past them.',
+      params: InteractionParams, body: SendCodeRequest, response: withErrors({ 202: SendCodeResponse }),
+    },
+  }, async (request, reply) => {
+    const details = await interaction(request, reply)
+    if (details.prompt.name !== 'login') throw new ValidationError('this login does not ask for a number')
+    const phone = canonicalPhone(request.body.phoneNumber)
+    const sent = await accounts.codes.send({ interactionUid: details.uid, phone, clientIp: request.ip })
+    reply.header('cache-control', 'no-store')
+    return reply.status(202).send({ sentTo: maskPhone(phone), ...sent })
+  })
+
+  app.post(`${mount}/interaction/:uid/login`, {
+    onRequest: ipLimit,
+    bodyLimit: BODY_LIMITS.small,
+    schema: {
+      tags, summary: 'Log in with the code',
+      description: '`redirectTo` continues the authorization. A wrong code uses one of its 5 tries (LOGIN_CODE_INVALID); an expired or used-up one is LOGIN_CODE_EXPIRED.',
+      params: InteractionParams, body: LoginRequest, response: withErrors({ 200: RedirectResponse }),
+    },
+  }, async (request, reply) => {
+    const details = await interaction(request, reply)
+    const { userId } = await accounts.codes.verify({ interactionUid: details.uid, code: request.body.code })
+    const redirectTo = await accounts.provider.provider.interactionResult(request.raw, reply.raw, {
+      login: { accountId: userId, amr: ['sms', 'otp'], remember: false },
+    }, { mergeWithLastSubmission: false })
+    reply.header('cache-control', 'no-store')
+    return { redirectTo }
+  })
+
+  app.post(`${mount}/interaction/:uid/abort`, {
+    onRequest: ipLimit,
+    schema: { tags, summary: 'Give up logging in (the client hears access_denied)', params: InteractionParams, response: withErrors({ 200: RedirectResponse }) },
+  }, async (request, reply) => {
+    await interaction(request, reply)
+    const redirectTo = await accounts.provider.provider.interactionResult(request.raw, reply.raw, {
+      error: 'access_denied', error_description: 'the user gave up logging in',
+    }, { mergeWithLastSubmission: false })
+    return { redirectTo }
+  })
+
+  const zkTags = ['zklogin']
+  app.get('/zklogin/v1/epoch', {
+    onRequest: ipLimit,
+    schema: { tags: zkTags, summary: 'The ledger\'s current epoch (for a zkLogin max epoch and nonce)', response: withErrors({ 200: EpochResponse }) },
+  }, async () => ({ epoch: await service.ledger.currentEpoch(), maxEpochAhead: MAX_EPOCH_UPPER_BOUND_DELTA }))
+
+  app.post('/zklogin/v1/salt', {
+    onRequest: [ipLimit, perMinute('salt', SALT_PER_MINUTE)],
+    bodyLimit: BODY_LIMITS.small,
+    schema: {
+      tags: zkTags, summary: 'The user\'s zkLogin salt for an id_token of this provider',
+      description: 'Mysten\'s salt service shapes: `{ token }` -> `{ salt }`. Only for a valid, unexpired id_token of this provider (INVALID_ID_TOKEN otherwise).',
+      body: SaltRequest, response: withErrors({ 200: SaltResponse }),
+    },
+  }, async (request, reply) => {
+    reply.header('cache-control', 'no-store')
+    return accounts.salt(request.body.token)
+  })
+
+  app.post('/zklogin/v1/prove', {
+    onRequest: [ipLimit, perMinute('prove', PROVE_PER_MINUTE)],
+    bodyLimit: BODY_LIMITS.small,
+    schema: {
+      tags: zkTags, summary: 'A zkLogin proof for an id_token of this provider',
+      description: 'The request and answer of Mysten\'s prover (`/v1`). With LEDGER=sui the proof comes from ZKLOGIN_PROVER_URL; ' +
+        'on the embedded ledger it is a clear proof that ledger checks statement by statement (docs/accounts.md).',
+      body: ProveRequest, response: withErrors({ 200: ProveResponse }),
+    },
+  }, async (request, reply) => {
+    reply.header('cache-control', 'no-store')
+    return accounts.prove(service.ledger, request.body)
+  })
+}

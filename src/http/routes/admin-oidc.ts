@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { OidcClient as Client } from '../../accounts/clients.ts'
+import type { Service } from '../../service.ts'
+import { API_KEY_SECURITY, requireScope } from '../auth.ts'
+import { BODY_LIMITS } from '../json-body.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import { CreatedOidcClient, NewOidcClient, OidcClient, OidcClientList, OidcClientParams } from '../../contract/accounts-schemas.ts'
+
+function present(c: Client) {
+  return { clientId: c.clientId, name: c.name, redirectUris: c.redirectUris, confidential: c.confidential, builtIn: c.builtIn, createdAt: c.createdAt === null ? null : new Date(c.createdAt).toISOString() }
+}
+
+/** `kns oidc client ...` as admin routes: the login provider's relying parties, under the `admin` scope. */
+export async function adminOidcRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const guard = requireScope(service, 'admin')
+  const tags = ['login admin']
+  const { clients } = service.accounts
+
+  app.post('/api/v1/admin/oidc/clients', {
+    onRequest: guard,
+    bodyLimit: BODY_LIMITS.small,
+    schema: {
+      tags, security: API_KEY_SECURITY, summary: 'Register a relying party of the login provider',
+      description: 'Exact redirect URIs (https; http only on localhost). A confidential client\'s secret is in this answer only.',
+      body: NewOidcClient, response: withErrors({ 201: CreatedOidcClient }),
+    },
+  }, async (request, reply) => {
+    const { client, secret } = await clients.add(request.body)
+    return reply.status(201).send({ ...present(client), clientSecret: secret })
+  })
+
+  app.get('/api/v1/admin/oidc/clients', {
+    onRequest: guard,
+    schema: { tags, security: API_KEY_SECURITY, summary: 'The login provider\'s clients (never their secrets)', response: withErrors({ 200: OidcClientList }) },
+  }, async () => ({ clients: (await clients.list()).map(present) }))
+
+  app.delete('/api/v1/admin/oidc/clients/:clientId', {
+    onRequest: guard,
+    schema: { tags, security: API_KEY_SECURITY, summary: 'Remove a client (for the built-in one: the redirect URIs added to it)', params: OidcClientParams, response: withErrors({ 200: OidcClient }) },
+  }, async (request) => {
+    const found = await clients.get(request.params.clientId)
+    await clients.remove(request.params.clientId)
+    return present(found!)
+  })
+}
