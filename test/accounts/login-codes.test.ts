@@ -1,0 +1,132 @@
+/**
+ * One-time login codes: each limit has a test that fails without it (brute force, expiry,
+ * resend cooldown, per-number, per-address and per-prefix sends), and a number without an
+ * account gets the same answer and no text.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { LoginCodes, MAX_ATTEMPTS, CODE_TTL_MS, type LoginCodeLimits } from '../../src/accounts/login-codes.ts'
+import type { SmsMessage, SmsSender } from '../../src/accounts/sms/sms-sender.ts'
+import { LoginCodeExpiredError, LoginCodeInvalidError, RateLimitedError } from '../../src/errors.ts'
+import { startHarness, type Harness } from '../helpers.ts'
+import { randomPhone, register } from '../support/kns.ts'
+
+let h: Harness
+before(async () => { h = await startHarness() })
+after(async () => { await h.close() })
+
+const LIMITS: LoginCodeLimits = { perNumber: 3, perIp: 5, perPrefix: 8, prefixDigits: 7, cooldownS: 30 }
+
+function codes(limits: Partial<LoginCodeLimits> = {}) {
+  const sent: SmsMessage[] = []
+  const sms: SmsSender = { kind: 'log', async send(m) { sent.push(m) }, async close() {} }
+  const service = new LoginCodes({ db: h.service.db, secret: () => h.service.secret, sms, limits: { ...LIMITS, ...limits }, host: 'kns.test', onDeliveryError: () => {} })
+  return { service, sent, async code(phone: string) {
+    await new Promise((resolve) => setImmediate(resolve))
+    const text = [...sent].reverse().find((m) => m.to === phone)?.text
+    return /^(\d{6})/.exec(text ?? '')?.[1]
+  } }
+}
+
+let uid = 0
+const interaction = () => `test-login-${Date.now()}-${uid++}`
+
+describe('login codes', () => {
+  test('a right code logs in as the number\'s account, once', async () => {
+    const user = await register(h, randomPhone())
+    const c = codes()
+    const login = interaction()
+    await c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.1' })
+    const code = (await c.code(user.phoneNumber))!
+    assert.match(code, /^\d{6}$/)
+    assert.match(c.sent.at(-1)!.text, new RegExp(`@kns.test #${code}$`), 'the WebOTP line')
+    assert.deepEqual(await c.service.verify({ interactionUid: login, code }), { userId: user.userId, phone: user.phoneNumber })
+    await assert.rejects(c.service.verify({ interactionUid: login, code }), LoginCodeExpiredError, 'used up')
+    const stored = await h.service.db.all<{ code_mac: string }>('SELECT code_mac FROM login_codes WHERE interaction_uid = $1', [login])
+    assert.ok(stored.every((r) => !r.code_mac.includes(code)), 'only an HMAC is stored')
+  })
+
+  test(`brute force: ${MAX_ATTEMPTS} tries, then even the right code is refused`, async () => {
+    const user = await register(h, randomPhone())
+    const c = codes()
+    const login = interaction()
+    await c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.2' })
+    const code = (await c.code(user.phoneNumber))!
+    const wrong = code === '000000' ? '000001' : '000000'
+    for (let i = 1; i < MAX_ATTEMPTS; i++) {
+      await assert.rejects(c.service.verify({ interactionUid: login, code: wrong }), (err: unknown) => err instanceof LoginCodeInvalidError && err.attemptsLeft === MAX_ATTEMPTS - i)
+    }
+    await assert.rejects(c.service.verify({ interactionUid: login, code: wrong }), LoginCodeExpiredError)
+    await assert.rejects(c.service.verify({ interactionUid: login, code }), LoginCodeExpiredError)
+  })
+
+  test('parallel guesses cannot get past the try limit', async () => {
+    const user = await register(h, randomPhone())
+    const c = codes()
+    const login = interaction()
+    await c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.3' })
+    const code = (await c.code(user.phoneNumber))!
+    const guesses = Array.from({ length: 40 }, (_, i) => String(i).padStart(6, '0')).filter((g) => g !== code)
+    await Promise.allSettled(guesses.map((g) => c.service.verify({ interactionUid: login, code: g })))
+    const row = await h.service.db.get<{ attempts: number }>('SELECT attempts FROM login_codes WHERE interaction_uid = $1', [login])
+    assert.equal(Number(row!.attempts), MAX_ATTEMPTS)
+  })
+
+  test('a code expires after 5 minutes', async () => {
+    const user = await register(h, randomPhone())
+    const c = codes()
+    const login = interaction()
+    const sentAt = Date.now()
+    await c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.4', now: sentAt })
+    const code = (await c.code(user.phoneNumber))!
+    await assert.rejects(c.service.verify({ interactionUid: login, code, now: sentAt + CODE_TTL_MS + 1 }), LoginCodeExpiredError)
+  })
+
+  test('a resend replaces the code, and waits for the cooldown', async () => {
+    const user = await register(h, randomPhone())
+    const c = codes({ cooldownS: 30 })
+    const login = interaction()
+    const t0 = Date.now()
+    await c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.5', now: t0 })
+    const first = (await c.code(user.phoneNumber))!
+    await assert.rejects(c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.5', now: t0 + 10_000 }),
+      (err: unknown) => err instanceof RateLimitedError && err.retryAfterS === 20)
+    await c.service.send({ interactionUid: login, phone: user.phoneNumber, clientIp: '198.51.100.5', now: t0 + 31_000 })
+    const second = (await c.code(user.phoneNumber))!
+    if (first !== second) await assert.rejects(c.service.verify({ interactionUid: login, code: first, now: t0 + 32_000 }), LoginCodeInvalidError)
+    assert.equal((await c.service.verify({ interactionUid: login, code: second, now: t0 + 33_000 })).userId, user.userId)
+  })
+
+  test('sends per number are limited per hour', async () => {
+    const phone = randomPhone()
+    const c = codes({ cooldownS: 0 })
+    for (let i = 0; i < LIMITS.perNumber; i++) await c.service.send({ interactionUid: interaction(), phone, clientIp: `198.51.100.${10 + i}` })
+    await assert.rejects(c.service.send({ interactionUid: interaction(), phone, clientIp: '198.51.100.99' }), RateLimitedError)
+  })
+
+  test('sends per client address are limited per hour', async () => {
+    const c = codes({ cooldownS: 0 })
+    for (let i = 0; i < LIMITS.perIp; i++) await c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.7' })
+    await assert.rejects(c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.7' }), RateLimitedError)
+    await c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.8' })
+  })
+
+  test('SMS pumping: sends to one number prefix are limited per hour, from any address', async () => {
+    const c = codes({ cooldownS: 0 })
+    const prefix = `+88${String(Date.now() % 100000).padStart(5, '0')}`
+    for (let i = 0; i < LIMITS.perPrefix; i++) await c.service.send({ interactionUid: interaction(), phone: `${prefix}${String(i).padStart(4, '0')}`, clientIp: `192.0.2.${i}` })
+    await assert.rejects(c.service.send({ interactionUid: interaction(), phone: `${prefix}9999`, clientIp: '192.0.2.200' }), RateLimitedError)
+  })
+
+  test('a number without an account: the same answer, no text, and no code logs in', async () => {
+    const c = codes()
+    const user = await register(h, randomPhone())
+    const known = await c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: '198.51.100.40' })
+    const login = interaction()
+    const unknown = await c.service.send({ interactionUid: login, phone: randomPhone(), clientIp: '198.51.100.41' })
+    assert.deepEqual(unknown, known)
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(c.sent.length, 1, 'only the account holder got a text')
+    await assert.rejects(c.service.verify({ interactionUid: login, code: '123456' }), LoginCodeInvalidError)
+  })
+})
