@@ -40,7 +40,7 @@ export interface ClientMetadata {
 
 interface ClientRow { client_id: string; name: string; redirect_uris: string; sealed_secret: string | null; created_at: number }
 
-const CLIENT_ID = /^[A-Za-z0-9._:-]{1,64}$/
+const CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const NAME = /^[\p{L}\p{N}][\p{L}\p{N} .,&'()_-]{0,63}$/u
 const MAX_REDIRECT_URIS = 10
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])

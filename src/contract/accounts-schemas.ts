@@ -56,9 +56,9 @@ export const OidcClient = Type.Object({
 export const NewOidcClient = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 64 }),
   redirectUris: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 10, description: 'exact URIs: https, or http on localhost for development; no wildcard, no fragment' }),
-  clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$', description: 'default: generated' })),
+  clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$', description: 'default: generated; starts with a letter or digit' })),
   confidential: Type.Optional(Type.Boolean({ description: 'a server-side client with a secret (shown once)' })),
 })
 export const CreatedOidcClient = Type.Object({ ...OidcClient.properties, clientSecret: Type.Union([Type.String(), Type.Null()]) })
 export const OidcClientList = Type.Object({ clients: Type.Array(OidcClient) })
-export const OidcClientParams = Type.Object({ clientId: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$' }) })
+export const OidcClientParams = Type.Object({ clientId: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$' }) })
