@@ -8,11 +8,15 @@ import { SealedBox } from '../lib/sealed-box.ts'
 import { Clients } from './clients.ts'
 import { LoginCodes } from './login-codes.ts'
 import { prove, type ProveRequest } from './prove.ts'
+import { sweepExpired } from './provider-adapter.ts'
 import { LoginProvider } from './provider.ts'
 import { saltFor } from './salt.ts'
 import { SigningKeys, type PublicJwk } from './signing-keys.ts'
 import { createSmsSender } from './sms/create-sms-sender.ts'
 import type { SmsLogger, SmsSender } from './sms/sms-sender.ts'
+
+/** How often expired protocol state and login codes past every limit window are deleted. */
+const SWEEP_MS = 10 * 60_000
 
 /** Published keys are re-read at most this often by the ledger's zkLogin check (a rotation signals anyway). */
 const KEY_CACHE_MS = 5000
@@ -31,10 +35,13 @@ export class Accounts {
   readonly #secret: () => Buffer
   #log: SmsLogger = { info: () => {}, warn: () => {} }
   #published: { at: number; keys: PublicJwk[] } | undefined
+  #sweeper: NodeJS.Timeout | undefined
+  readonly #db: Database
 
   constructor(config: Config, db: Database, secret: () => Buffer) {
     this.#config = config
     this.#secret = secret
+    this.#db = db
     const box = (purpose: string) => () => new SealedBox(secret(), purpose)
     this.keys = new SigningKeys(db, box('oidc-signing-keys'))
     this.clients = new Clients(db, box('oidc-client-secrets'), { clientId: config.zkLoginClientId, redirectUri: `${config.publicBaseUrl}/approve` })
@@ -96,6 +103,11 @@ export class Accounts {
 
   async start(changes: ChangeWatcher | null): Promise<void> {
     await this.provider.start(changes)
+    // Reads ignore expired rows already; this only keeps the tables from growing. A failure (the database away) waits for the next round.
+    this.#sweeper = setInterval(() => {
+      void sweepExpired(this.#db).catch(() => {})
+      void this.codes.sweep().catch(() => {})
+    }, SWEEP_MS).unref()
   }
 
   salt(token: string): Promise<{ salt: string }> {
@@ -111,6 +123,7 @@ export class Accounts {
 
   async close(): Promise<void> {
     this.provider.close()
+    clearInterval(this.#sweeper)
     await this.sms.close()
   }
 }

@@ -8,7 +8,7 @@ import type { Database } from '../db/engine.ts'
 import { needsJsonEscape } from '../lib/zklogin-limits.ts'
 import { findAccountClaims } from './account-claims.ts'
 import type { Clients } from './clients.ts'
-import { adapterFactory, sweepExpired } from './provider-adapter.ts'
+import { adapterFactory } from './provider-adapter.ts'
 import { KEYS_CHANGED, type SigningKeys } from './signing-keys.ts'
 
 /**
@@ -36,8 +36,7 @@ const CLAIMS = {
 const SCOPES = Object.keys(CLAIMS).join(' ')
 /** A nonce is a claim the circuit reads raw: printable ASCII without escapes; zkLogin's is 27 characters. */
 const MAX_NONCE = 128
-/** How often expired protocol state is swept, and the key set compared with the database. */
-const SWEEP_MS = 10 * 60_000
+/** How often the key set is compared with the database (a retired key's overlap may have ended). */
 const KEY_CHECK_MS = 60_000
 
 export class LoginProvider {
@@ -48,7 +47,7 @@ export class LoginProvider {
   #provider: Provider | undefined
   #handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   #kids = ''
-  #timers: NodeJS.Timeout[] = []
+  #keyCheck: NodeJS.Timeout | undefined
 
   constructor(deps: LoginProviderDeps) {
     this.#deps = deps
@@ -64,8 +63,7 @@ export class LoginProvider {
       if (topic === ACCOUNTS_TOPIC && (subject === null || subject === KEYS_CHANGED)) void this.refresh()
     })
     // A retired key leaves the JWKS when its overlap ends, with or without a rotation.
-    this.#timers.push(setInterval(() => void this.refresh(), KEY_CHECK_MS).unref())
-    this.#timers.push(setInterval(() => void sweepExpired(this.#deps.db).catch(() => {}), SWEEP_MS).unref())
+    this.#keyCheck = setInterval(() => void this.refresh(), KEY_CHECK_MS).unref()
   }
 
   get provider(): Provider {
@@ -83,7 +81,7 @@ export class LoginProvider {
   }
 
   close(): void {
-    for (const timer of this.#timers) clearInterval(timer)
+    clearInterval(this.#keyCheck)
   }
 
   /** Rebuilds the provider when the published key set changed (a rotation, an overlap ended). */

@@ -129,4 +129,15 @@ describe('login codes', () => {
     assert.equal(c.sent.length, 1, 'only the account holder got a text')
     await assert.rejects(c.service.verify({ interactionUid: login, code: '123456' }), LoginCodeInvalidError)
   })
+
+  test('the sweep deletes codes past every limit window, and only those', async () => {
+    const c = codes({ cooldownS: 0 })
+    const old = interaction()
+    const recent = interaction()
+    await c.service.send({ interactionUid: old, phone: randomPhone(), clientIp: '198.51.100.60', now: Date.now() - 3 * 3600_000 })
+    await c.service.send({ interactionUid: recent, phone: randomPhone(), clientIp: '198.51.100.61' })
+    assert.ok(await c.service.sweep() >= 1)
+    const left = await h.service.db.all<{ interaction_uid: string }>('SELECT interaction_uid FROM login_codes WHERE interaction_uid IN ($1, $2)', [old, recent])
+    assert.deepEqual(left.map((r) => r.interaction_uid), [recent])
+  })
 })
