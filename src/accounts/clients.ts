@@ -126,24 +126,30 @@ export class Clients {
   }
 
   async get(clientId: string): Promise<OidcClient | null> {
+    return (await this.#find(clientId))?.client ?? null
+  }
+
+  /** The client and its stored row (one read: the row holds the sealed secret too). */
+  async #find(clientId: string): Promise<{ client: OidcClient; row: ClientRow | undefined } | null> {
     if (!CLIENT_ID.test(clientId)) return null
     const row = await this.#db.get<ClientRow>('SELECT * FROM oidc_clients WHERE client_id = $1', [clientId])
     if (clientId === this.#builtIn.clientId) {
       const extra = row === undefined ? [] : (JSON.parse(row.redirect_uris) as string[])
-      return {
+      const client = {
         clientId, name: row?.name ?? 'KNS approvals', redirectUris: [...new Set([this.#builtIn.redirectUri, ...extra])],
         confidential: false, builtIn: true, createdAt: row === undefined ? null : Number(row.created_at),
       }
+      return { client, row }
     }
-    return row === undefined ? null : this.#fromRow(row)
+    return row === undefined ? null : { client: this.#fromRow(row), row }
   }
 
   /** What oidc-provider needs to serve the client (its secret opened), or undefined for none. */
   async metadata(clientId: string): Promise<ClientMetadata | undefined> {
-    const client = await this.get(clientId)
-    if (client === null) return undefined
-    const row = client.confidential ? await this.#db.get<ClientRow>('SELECT sealed_secret FROM oidc_clients WHERE client_id = $1', [clientId]) : undefined
-    return metadataOf(client, row?.sealed_secret ? this.#box().open(row.sealed_secret) : null)
+    const found = await this.#find(clientId)
+    if (found === null) return undefined
+    const sealed = found.client.confidential ? found.row?.sealed_secret : null
+    return metadataOf(found.client, sealed ? this.#box().open(sealed) : null)
   }
 
   /** Removes a client (for the built-in one: the redirect URIs added to it). */

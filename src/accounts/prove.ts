@@ -8,7 +8,7 @@ import { MAX_EPOCH_UPPER_BOUND_DELTA } from '../ledger/zklogin/verify-clear.ts'
 import { claimProblem, fitsPaddedJwt, ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
 import { verifyIdToken, type VerifiedIdToken } from './id-token.ts'
 import type { Clients } from './clients.ts'
-import { requestProof } from './prover-client.ts'
+import { requestProof, type ProverRequest } from './prover-client.ts'
 import type { SigningKeys } from './signing-keys.ts'
 
 /**
@@ -17,14 +17,8 @@ import type { SigningKeys } from './signing-keys.ts'
  * (ZKLOGIN_PROVER_URL) for a Groth16 proof when the ledger is Sui, or, on the embedded ledger,
  * which cannot verify one, answers a clear proof carrying the witness (src/ledger/zklogin/).
  */
-export interface ProveRequest {
-  jwt: string
-  extendedEphemeralPublicKey: string
-  maxEpoch: number
-  jwtRandomness: string
-  salt: string
-  keyClaimName: string
-}
+/** The prover's request as callers send it: any key claim name, which the step refuses unless it is `sub`. */
+export type ProveRequest = Omit<ProverRequest, 'keyClaimName'> & { keyClaimName: string }
 
 export interface ProveDeps {
   issuer: string

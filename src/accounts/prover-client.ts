@@ -19,6 +19,8 @@
  * The id_token and the salt are never in an error message, a cause or a log: nothing here logs.
  */
 import { ProofRefusedError, ProverUnavailableError } from '../errors.ts'
+import type { ZkLoginProofShape } from '../ledger/zklogin/clear-proof.ts'
+import { ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
 
 export interface ProverRequest {
   /** The user's id_token (RS256, `kid` in its header). Secret: never logged. */
@@ -36,18 +38,14 @@ export interface ProverRequest {
 }
 
 /** What the prover answers: with the address seed and the ephemeral signature, a zkLogin signature's inputs. */
-export interface ZkLoginProof {
-  proofPoints: { a: string[]; b: string[][]; c: string[] }
-  issBase64Details: { value: string; indexMod4: number }
-  headerBase64: string
-}
+export type ZkLoginProof = ZkLoginProofShape
 
 /** A real answer is about 1.5 KiB. */
 export const MAX_PROVER_ANSWER_BYTES = 64 * 1024
 /** Sui's limit on the JWT header in a zkLogin signature (`MAX_HEADER_LEN_B64` in @mysten/sui). */
-export const MAX_HEADER_BASE64 = 279
-/** The circuit's longest extended `iss` claim (165 bytes), in Base64: fastcrypto's MAX_ISS_LEN_B64. */
-const MAX_ISS_BASE64 = 4 * (1 + Math.floor(165 / 3))
+export const MAX_HEADER_BASE64 = ZKLOGIN_LIMITS.headerBase64
+/** The circuit's longest extended `iss` claim, in Base64: fastcrypto's MAX_ISS_LEN_B64. */
+const MAX_ISS_BASE64 = 4 * (1 + Math.floor(ZKLOGIN_LIMITS.extendedIss / 3))
 /** The prover's own message is cut to this. */
 const MAX_MESSAGE = 200
 /** BN254's base field: every proof point coordinate is below it. */

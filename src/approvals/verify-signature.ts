@@ -1,7 +1,7 @@
 import { parseSerializedSignature, type PublicKey } from '@mysten/sui/cryptography'
 import { MultiSigPublicKey } from '@mysten/sui/multisig'
 import { publicKeyFromRawBytes } from '@mysten/sui/verify'
-import { ZkLoginPublicIdentifier } from '@mysten/sui/zklogin'
+import { zkLoginAddresses } from '../ledger/zklogin/addresses.ts'
 import { verifyEd25519PersonalMessage } from '../lib/ed25519-fast.ts'
 import { check, CheckFailed, runChecks, type Check } from '../lib/checks.ts'
 import { checkApproverOwnsToken, checkDecidable, checkMethod, loadApproval, loaded, recordApproval, type DecideContext } from './decide-checks.ts'
@@ -48,11 +48,7 @@ const parseSignature = check<VerifySignatureContext>('parse_signature', (ctx) =>
     const publicKey = parsed.signatureScheme === 'MultiSig'
       ? new MultiSigPublicKey(parsed.multisig.multisig_pk)
       : publicKeyFromRawBytes(parsed.signatureScheme, parsed.publicKey)
-    const addresses = [publicKey.toSuiAddress()]
-    if (parsed.signatureScheme === 'ZkLogin') {
-      const legacy = ZkLoginPublicIdentifier.fromBytes(parsed.publicKey, { legacyAddress: true }).toSuiAddress()
-      if (legacy !== addresses[0]) addresses.push(legacy)
-    }
+    const addresses = parsed.signatureScheme === 'ZkLogin' ? zkLoginAddresses(parsed.publicKey) : [publicKey.toSuiAddress()]
     ctx.parsed = {
       scheme: parsed.signatureScheme, serialized: ctx.signature, publicKey, viaLedger, addresses,
       rawSignature: parsed.signatureScheme === 'ED25519' ? parsed.signature : null,

@@ -13,11 +13,11 @@ declare module 'fastify' {
 /** Bucket depth: a key may burst to twice its per-second rate. */
 const BURST_FACTOR = 2
 
-async function limit(service: Service, _request: FastifyRequest, bucket: string, rate: number): Promise<void> {
+async function limit(service: Service, bucket: string, rate: number, burst = rate * BURST_FACTOR, what = 'rate limit'): Promise<void> {
   // Never rejects: a shared limiter that cannot reach Redis decides in process instead (see
   // RedisRateLimiter), so the limits hold and the API stays up; observability logs the switch.
-  const decision = await service.rateLimiter.take(bucket, rate, rate * BURST_FACTOR)
-  if (!decision.allowed) throw new RateLimitedError(`rate limit exceeded; retry in ${decision.retryAfterS} s`, decision.retryAfterS)
+  const decision = await service.rateLimiter.take(bucket, rate, burst)
+  if (!decision.allowed) throw new RateLimitedError(`${what} exceeded; retry in ${decision.retryAfterS} s`, decision.retryAfterS)
 }
 
 /** A hook usable as onRequest or preHandler. */
@@ -34,7 +34,7 @@ export function requireScope(service: Service, scope: Scope): Guard {
     const key = await service.apiKeys.authenticate(Array.isArray(header) ? header[0] : header)
     if (!key.scopes.includes(scope)) throw new ForbiddenError(`this API key lacks the "${scope}" scope`)
     request.apiKey = key
-    await limit(service, request, `key:${key.id}`, key.rate)
+    await limit(service, `key:${key.id}`, key.rate)
   }
 }
 
@@ -42,7 +42,18 @@ export function requireScope(service: Service, scope: Scope): Guard {
 export function publicRateLimit(service: Service): Guard {
   const rate = service.config.publicRateLimit
   return async function ipGuard(request: FastifyRequest, _reply: FastifyReply) {
-    if (rate > 0) await limit(service, request, `ip:${request.ip}`, rate)
+    if (rate > 0) await limit(service, `ip:${request.ip}`, rate)
+  }
+}
+
+/**
+ * A per-client-IP budget of `perMinute` requests of one kind (`name`), for work too costly for
+ * the general budget (salts, proofs): part of the public limits, off with PUBLIC_RATE_LIMIT=0.
+ * Use it as preHandler, so only well-formed requests spend it.
+ */
+export function perClientPerMinute(service: Service, name: string, perMinute: number): Guard {
+  return async function perMinuteGuard(request: FastifyRequest, _reply: FastifyReply) {
+    if (service.config.publicRateLimit > 0) await limit(service, `${name}:${request.ip}`, perMinute / 60, perMinute, `${name} rate limit`)
   }
 }
 

@@ -10,8 +10,6 @@ import { zkLoginAddressFor } from './zk-address.ts'
 export interface Identifier { type: 'email' | 'phone'; identifier: string }
 
 export interface Registration {
-  /** Whether this call created the account: for the server's own use, never shown (the answer must not tell). */
-  created: boolean
   userId: string
   identifiers: Identifier[]
   zkAddress: string
@@ -56,7 +54,7 @@ export async function registerOrLogin(deps: RegistrationDeps, input: { email: st
   const identifiers = identifiersOf(email, phone)
 
   const known = await existingUser(deps.db, phone)
-  if (known !== undefined) return answer(deps, known, identifiers, false)
+  if (known !== undefined) return answer(deps, known, identifiers)
 
   const userId = randomUUID()
   const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
@@ -66,19 +64,20 @@ export async function registerOrLogin(deps: RegistrationDeps, input: { email: st
         [userId, phone, email, normalizeEmail(email), zkAddress, Date.now()])
       return mintFirstToken(deps.ledger, tx, phone, zkAddress)
     })
-    return { created: true, userId, identifiers, zkAddress, objectId }
+    return { userId, identifiers, zkAddress, objectId }
   } catch (err) {
     // Lost a race with a concurrent registration of the same number: the same answer as the winner's.
     if (!isUniqueViolation(err)) throw err
     const winner = await existingUser(deps.db, phone)
     if (winner === undefined) throw err
-    return answer(deps, winner, identifiers, false)
+    return answer(deps, winner, identifiers)
   }
 }
 
-async function answer(deps: RegistrationDeps, user: UserRow, identifiers: Identifier[], created: boolean): Promise<Registration> {
+/** The answer for a number registered before (by this call's lost race, or earlier). */
+async function answer(deps: RegistrationDeps, user: UserRow, identifiers: Identifier[]): Promise<Registration> {
   const link = await findByPhone(deps.db, user.phone)
-  return { created, userId: user.user_id, identifiers, zkAddress: user.zk_address, objectId: link?.objectId ?? null }
+  return { userId: user.user_id, identifiers, zkAddress: user.zk_address, objectId: link?.objectId ?? null }
 }
 
 /**

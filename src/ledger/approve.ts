@@ -1,9 +1,9 @@
 import { parseSerializedSignature } from '@mysten/sui/cryptography'
 import { verifyPersonalMessageSignature } from '@mysten/sui/verify'
-import { ZkLoginPublicIdentifier } from '@mysten/sui/zklogin'
 import { ForbiddenError, ValidationError } from '../errors.ts'
 import { ledgerApproveMessage } from '../contract/approve-text.ts'
 import type { LocalLedger } from './local-ledger.ts'
+import { zkLoginAddresses } from './zklogin/addresses.ts'
 
 export { ledgerApproveMessage }
 
@@ -25,8 +25,7 @@ export async function approveWithSignature(ledger: LocalLedger, input: { objectI
   let signer: string
   if (parsed.signatureScheme === 'ZkLogin') {
     if (ledger.verifyPersonalMessage === undefined) throw new ValidationError('this embedded ledger verifies no zkLogin signatures', { field: 'signature' })
-    const identity = (legacyAddress: boolean) => ZkLoginPublicIdentifier.fromBytes(parsed.publicKey, { legacyAddress }).toSuiAddress()
-    const candidates = [...new Set([identity(false), identity(true)])]
+    const candidates = zkLoginAddresses(parsed.publicKey)
     const owner = (await ledger.getToken(input.objectId, { fresh: true }))?.owner
     signer = owner != null && candidates.includes(owner) ? owner : candidates[0]!
     const verdict = await ledger.verifyPersonalMessage(message, input.signature, signer)

@@ -10,7 +10,9 @@ export const ZKLOGIN_LIMITS = {
   keyClaimValue: 115,
   /** The `aud` value: MAX_AUD_VALUE_LENGTH. */
   aud: 145,
-  /** `"iss":"` + value + `",` within maxExtIssLength (165). */
+  /** The extended issuer claim `"iss":"<value>",`, bytes: the circuit's maxExtIssLength. */
+  extendedIss: 165,
+  /** `"iss":"` + value + `",` within extendedIss. */
   iss: 165 - '"iss":"",'.length,
   /** The JWT header, base64url: MAX_HEADER_LEN_B64. */
   headerBase64: 279,

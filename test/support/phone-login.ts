@@ -7,13 +7,10 @@ import assert from 'node:assert/strict'
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
 import { computeZkLoginAddressFromSeed, genAddressSeed, generateNonce, generateRandomness, getExtendedEphemeralPublicKey, getZkLoginSignature } from '@mysten/sui/zklogin'
 import { decodeJwt } from 'jose'
+import type { ZkLoginProofShape } from '../../src/ledger/zklogin/clear-proof.ts'
 import { Browser, logIn, type LoginServer } from './login.ts'
 
-export interface ZkProof {
-  proofPoints: { a: string[]; b: string[][]; c: string[] }
-  issBase64Details: { value: string; indexMod4: number }
-  headerBase64: string
-}
+export type ZkProof = ZkLoginProofShape
 
 export interface PhoneLogin {
   idToken: string

@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { MethodNotAllowedError, NotFoundError, RateLimitedError, ValidationError } from '../../errors.ts'
+import { NotFoundError, ValidationError } from '../../errors.ts'
 import { canonicalPhone, maskPhone } from '../../identity/phone.ts'
 import { MAX_EPOCH_UPPER_BOUND_DELTA } from '../../ledger/zklogin/verify-clear.ts'
 import type { Service } from '../../service.ts'
-import { publicRateLimit } from '../auth.ts'
+import { perClientPerMinute, publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
+import { methodNotAllowed, trackRouteMethods } from '../transport.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
 import {
   EpochResponse, InteractionDetails, InteractionParams, LoginRequest, ProveRequest, ProveResponse, RedirectResponse, SaltRequest, SaltResponse,
@@ -28,24 +29,13 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
   const { accounts } = service
   const mount = accounts.provider.mountPath
   const ipLimit = publicRateLimit(service)
-  // Part of the per-address public limits (off with PUBLIC_RATE_LIMIT=0); counted once a request is well formed.
-  const perMinute = (name: string, n: number) => async (request: FastifyRequest) => {
-    if (service.config.publicRateLimit === 0) return
-    const decision = await service.rateLimiter.take(`${name}:${request.ip}`, n / 60, n)
-    if (!decision.allowed) throw new RateLimitedError(`too many ${name} requests; retry in ${decision.retryAfterS} s`, decision.retryAfterS)
-  }
 
   // oidc-provider reads its own bodies: hand the raw request over before Fastify parses anything.
-  const ours = new RegExp(`^${mount.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/interaction/`)
-  const step = /\/interaction\/[A-Za-z0-9_-]{10,64}\/(details|code|login|abort)$/
+  const interactionPaths = `${mount}/interaction/`
   const toProvider = async (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?')[0]!
-    // The interaction is ours (routes below): a path under it that reached here has no route, or not for this method.
-    if (ours.test(path)) {
-      const known = step.exec(path)
-      if (known !== null) throw new MethodNotAllowedError(`${request.method} is not allowed here`, known[1] === 'details' ? ['GET', 'HEAD'] : ['POST'])
-      throw new NotFoundError(`no route ${request.method} ${path}`)
-    }
+    // The interaction is ours (the routes below): a path under it that reached this catch-all has
+    // no route, or none for this method, answered as on any other route.
+    if (request.url.startsWith(interactionPaths)) throw methodNotAllowed(interactionMethods, request) ?? new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)
     reply.raw.setHeader('x-request-id', request.id)
     reply.hijack()
     accounts.provider.handle(request.raw, reply.raw)
@@ -53,6 +43,8 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
   for (const url of [mount, `${mount}/*`]) {
     app.route({ method: ALL_METHODS, url, onRequest: [ipLimit, toProvider], schema: { hide: true }, handler: async () => undefined })
   }
+  // The methods of the routes below only (the catch-all above takes every method).
+  const interactionMethods = trackRouteMethods(app)
 
   const tags = ['login']
   /** The interaction of this browser (its cookie) with this uid, or 404: expired, finished, or another browser's. */
@@ -135,7 +127,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/zklogin/v1/salt', {
     onRequest: ipLimit,
-    preHandler: perMinute('salt', SALT_PER_MINUTE),
+    preHandler: perClientPerMinute(service, 'salt', SALT_PER_MINUTE),
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: zkTags, summary: 'The user\'s zkLogin salt for an id_token of this provider',
@@ -149,7 +141,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/zklogin/v1/prove', {
     onRequest: ipLimit,
-    preHandler: perMinute('prove', PROVE_PER_MINUTE),
+    preHandler: perClientPerMinute(service, 'prove', PROVE_PER_MINUTE),
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: zkTags, summary: 'A zkLogin proof for an id_token of this provider',

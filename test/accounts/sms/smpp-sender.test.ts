@@ -6,7 +6,7 @@ import { afterEach, beforeEach, test } from 'node:test'
 import assert from 'node:assert/strict'
 import smpp, { type PDU } from 'smpp'
 import { SmppSender, type SmppSenderOptions } from '../../../src/accounts/sms/smpp-sender.ts'
-import { SmsDeliveryError } from '../../../src/accounts/sms/sms-sender.ts'
+import { deliveryError as refused } from './delivery-error.ts'
 import { startSmsc, until, type FakeSmsc } from '../../support/fake-smsc.ts'
 
 let smsc: FakeSmsc
@@ -28,17 +28,7 @@ const code = { to: '+46701234567', text: 'Your KNS code is 493817' }
 const shortMessage = (pdu: PDU) => (pdu.short_message as { message: string }).message
 
 /** The rejection is an SmsDeliveryError with these properties, saying nothing secret. */
-function deliveryError(expected: { reason: string; retryable: boolean; message?: RegExp }) {
-  return (error: unknown) => {
-    assert.ok(error instanceof SmsDeliveryError, String(error))
-    assert.equal(error.code, 'SMS_DELIVERY_FAILED')
-    assert.equal(error.reason, expected.reason)
-    assert.equal(error.retryable, expected.retryable)
-    if (expected.message) assert.match(error.message, expected.message)
-    for (const secret of ['secret', 'wrongpw', '493817', code.text]) assert.ok(!error.message.includes(secret), `${secret} in "${error.message}"`)
-    return true
-  }
-}
+const deliveryError = (expected: Parameters<typeof refused>[0]) => refused(expected, ['secret', 'wrongpw', '493817', code.text])
 
 test('a good bind delivers one submit_sm: number without +, international; the text, GSM default alphabet; the sender ID', async () => {
   const sms = sender()
