@@ -407,6 +407,7 @@ describe('approval page', { skip: SKIP, timeout: 180_000 }, () => {
     const a = await newApproval(owner)
     const { context, page, watch } = await openPage(browser, { wallets: [other, mine] })
     await page.goto(a.approvalUrl)
+    await page.locator('#request').waitFor()
     // A fresh 15-minute request never shows more than 15:00 left (the Date header rounds).
     const left = (await page.locator('#countdown').textContent())!.trim()
     assert.ok(/^(15:00|14:5\d)$/.test(left), `countdown ${left}`)
