@@ -20,6 +20,10 @@ export default defineConfig({
   root: webDir,
   base: '/',
   publicDir: false,
+  resolve: {
+    // Only the Poseidon arities zkLogin's nonce and address seed use (see the file).
+    alias: [{ find: /^poseidon-lite$/, replacement: join(webDir, 'approve', 'poseidon-subset.ts') }],
+  },
   build: {
     outDir: resolve(webDir, '..', 'dist', 'web'),
     emptyOutDir: true,

@@ -6,7 +6,7 @@ import { recordEvent, type DecisionEventType } from '../db/outbox.ts'
 import type { TransactionDetails } from '../contract/api-types.ts'
 
 /** An event's `data`: transaction_details as the decision left it (see decidedDetails). */
-export type DecidedDetails = Omit<TransactionDetails, 'signMessage'>
+export type DecidedDetails = Omit<TransactionDetails, 'signMessage' | 'phoneLogin'>
 
 export const METHODS = ['sign', 'event'] as const
 export type Method = (typeof METHODS)[number]

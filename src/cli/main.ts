@@ -17,6 +17,7 @@ import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
 import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './shaken-commands.ts'
 import { oidcCommand, OIDC_OPTIONS, OIDC_USAGE } from './oidc-commands.ts'
+import { phoneLoginCommand, PHONE_LOGIN_OPTIONS, PHONE_LOGIN_USAGE } from './phone-login-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -47,6 +48,7 @@ Usage: kns <command> [options] [--json]
   passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
 ${SHAKEN_USAGE}
 ${OIDC_USAGE}
+${PHONE_LOGIN_USAGE}
 ${WEBHOOK_USAGE}
 ${STATS_USAGE}
 
@@ -76,6 +78,7 @@ const OPTIONS = {
   ...WEBHOOK_OPTIONS,
   ...SHAKEN_OPTIONS,
   ...OIDC_OPTIONS,
+  ...PHONE_LOGIN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
@@ -156,7 +159,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
-    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc'].includes(command)) {
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc', 'phone-login'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     // Every command below uses the database: say which, and never create one by accident:
@@ -203,6 +206,7 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'webhook') await webhookCommand(service, sub, args, out)
       else if (command === 'shaken') await shakenCommand(service, sub, args, out)
       else if (command === 'oidc') await oidcCommand(service, sub, args, out)
+      else if (command === 'phone-login') await phoneLoginCommand(service, sub, args, out)
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

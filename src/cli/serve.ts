@@ -36,6 +36,13 @@ async function issueDevelopmentKey(service: Service): Promise<void> {
     `      -d '{"title":"SIM replacement","message":"Approve the new SIM card","successRedirectUrl":"https://example.com/ok",`,
     `           "cancelRedirectUrl":"https://example.com/cancel","referenceNumber":"first-${randomBytes(3).toString('hex')}","method":"sign","phoneNumber":"+14155550100"}'`,
     '',
+    '  Then approve as the number\'s owner: open the approvalUrl it answers in a browser, choose',
+    '  "Approve with your phone number" and type +14155550100. The login code is not texted in',
+    '  development (SMS_DELIVERY=log): it appears in this log. From the command line instead:',
+    `    npx kns phone-login send-code --phone +14155550100 --url ${base}`,
+    '    npx kns phone-login finish --code <the code from this log>',
+    '    npx kns phone-login sign-approval --ref <approvalNumber>    (then POST it to /numsys/verify_signature)',
+    '',
     `  API reference: ${base}/docs    The whole tour: docs/tour.sh (README)`,
     '',
   ].join('\n') + '\n')

@@ -96,6 +96,10 @@ export const TransactionDetailsResponse = Type.Object({
       'treat it as a possible takeover attempt). Absent on requests cancelled before reasons were recorded',
   })),
   signMessage: Type.String({ description: 'extension: the exact UTF-8 text to sign for a `sign` approval' }),
+  phoneLogin: Type.Boolean({
+    description: 'extension: `wallet` is the phone-login address of `phoneNumber` (the zkLogin address of this service\'s own OpenID provider): ' +
+      'the owner approves by logging in with the number (docs/accounts.md)',
+  }),
 })
 
 export const VerifySignatureRequest = Type.Object({

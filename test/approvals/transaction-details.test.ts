@@ -34,7 +34,7 @@ describe('transaction_details: contract fields', () => {
     assert.equal(res.statusCode, 200, res.body)
     const d = res.json()
     assert.deepEqual(Object.keys(d).sort(), [
-      'approvalNumber', 'approved', 'cancelRedirectUrl', 'createdAt', 'expiresAt', 'message', 'method', 'objectId', 'phoneNumber',
+      'approvalNumber', 'approved', 'cancelRedirectUrl', 'createdAt', 'expiresAt', 'message', 'method', 'objectId', 'phoneLogin', 'phoneNumber',
       'referenceNumber', 'signMessage', 'status', 'successRedirectUrl', 'title', 'vendorBrand', 'wallet',
     ])
     // Shown on the approval page, so that the owner can match it against the vendor's screen.
@@ -49,6 +49,7 @@ describe('transaction_details: contract fields', () => {
     assert.equal(d.method, 'sign')
     assert.equal(d.phoneNumber, user.phoneNumber)
     assert.equal(d.wallet, user.zkAddress, 'wallet = the token owner, who must approve')
+    assert.equal(d.phoneLogin, true, 'the owner is the number\'s own phone-login address')
     assert.equal(d.vendorBrand, 'Globex Telecom')
     assert.equal(d.status, 'pending')
 
@@ -133,6 +134,19 @@ describe('transaction_details: wallet and status over time', () => {
 
     await localLedger(h).transferToken(token.objectId, first.toSuiAddress())
     assert.equal((await details(h, ref)).wallet, second.toSuiAddress(), 'after approval, wallet is the one that approved')
+  })
+
+  test('phoneLogin follows the owner: true while the registered number\'s zkAddress owns the token, false once a wallet does', async () => {
+    const user = await register(h)
+    const objectId = (await findByPhone(h.service.db, user.phoneNumber))!.objectId
+    const ref = await createApproval(h, key, approvalBody({ phoneNumber: user.phoneNumber }))
+    assert.equal((await details(h, ref)).phoneLogin, true)
+    const wallet = newKeypair()
+    await localLedger(h).transferToken(objectId, wallet.toSuiAddress())
+    assert.equal((await details(h, ref)).phoneLogin, false, 'a wallet owns it now: approve with the wallet')
+    // A token never owned by a phone login (minted to a wallet) is not one either.
+    const token = await ownedToken(h, newKeypair())
+    assert.equal((await details(h, await createApproval(h, key, approvalBody({ phoneNumber: token.phoneNumber })))).phoneLogin, false)
   })
 
   test('a pending approval past expiresAt reports status expired, approved false', async () => {

@@ -93,7 +93,10 @@ describe('serving the pages', { skip: SKIP }, () => {
     assert.equal(res.headers['cache-control'], 'no-cache')
     const meta = /<meta name="kns-page-config" content="([^"]*)">/.exec(res.body)
     assert.ok(meta)
-    assert.deepEqual(JSON.parse(meta[1]!.replace(/&quot;/g, '"')), { ledger: 'local', suiNetwork: 'mainnet', callPackageId: h.service.config.knsLatestPackageId })
+    assert.deepEqual(JSON.parse(meta[1]!.replace(/&quot;/g, '"')), {
+      ledger: 'local', suiNetwork: 'mainnet', callPackageId: h.service.config.knsLatestPackageId,
+      loginAuthUrl: '/oidc/auth', loginClientId: h.service.config.zkLoginClientId, loginRedirectUri: `${h.service.config.publicBaseUrl}/approve`,
+    })
     assert.doesNotMatch(res.body, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script')
     assert.doesNotMatch(res.body, /\sstyle=|<style/, 'no inline style')
     assert.doesNotMatch(res.body, /(src|href)="(https?:)?\/\//, 'nothing from another origin')
@@ -102,6 +105,21 @@ describe('serving the pages', { skip: SKIP }, () => {
     assert.equal(again.statusCode, 304)
     const head = await h.app.inject({ method: 'HEAD', url: '/approve' })
     assert.equal(head.statusCode, 200)
+  })
+
+  test('the login page at the provider\'s interaction path: the same CSP and headers; other methods 405', async () => {
+    const url = '/oidc/interaction/AbCdEfGhIjKlMnOp'
+    const res = await h.app.inject({ method: 'GET', url })
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers['content-type'], 'text/html; charset=utf-8')
+    assert.equal(res.headers['content-security-policy'], CONTENT_SECURITY_POLICY)
+    assert.equal(res.headers['x-frame-options'], 'DENY')
+    assert.match(res.body, /Log in with your phone number/)
+    const post = await h.app.inject({ method: 'POST', url })
+    assert.equal(post.statusCode, 405)
+    assert.match(String(post.headers.allow), /GET/)
+    const bad = await h.app.inject({ method: 'GET', url: '/oidc/interaction/no' })
+    assert.equal(bad.statusCode, 400)
   })
 
   test('assets: immutable, compressed on request, 404 for unknown names; pages stay out of the OpenAPI', async () => {

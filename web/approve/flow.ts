@@ -23,12 +23,29 @@ export function approvalKind(details: Details, config: PageConfig): 'personal-me
   return details.method === 'event' && config.ledger === 'sui' ? 'transaction' : 'personal-message'
 }
 
+/**
+ * Who approves: a wallet account (which can also execute a Sui transaction), or the phone-login
+ * address (personal-message signatures only; web/approve/phone-login.ts).
+ */
+export type Approver =
+  | { kind: 'wallet'; wallet: Wallet; account: WalletAccount }
+  | { kind: 'phone'; sign(text: string): Promise<string> }
+
 export interface FlowContext {
   details: Details
   config: PageConfig
-  wallet: Wallet
-  account: WalletAccount
+  approver: Approver
   progress(text: string): void
+}
+
+/** A personal-message signature over `text` by the approver (the wallet asks its user first). */
+async function signText(approver: Approver, text: string, progress: (text: string) => void): Promise<string> {
+  if (approver.kind === 'phone') {
+    progress('Signing as the owner of this number…')
+    return approver.sign(text)
+  }
+  progress('Confirm the message in your wallet…')
+  return fromWallet(signPersonalMessage(approver.wallet, approver.account, text))
 }
 
 /** Wallet errors are plain Errors with the wallet's own wording ("User rejected the request"). */
@@ -41,7 +58,8 @@ async function fromWallet<T>(step: Promise<T>): Promise<T> {
   }
 }
 
-async function fromApi<T>(step: Promise<{ body: T }>): Promise<T> {
+/** An API call's body, its failure as a FlowError with the API's message and code. */
+export async function fromApi<T>(step: Promise<{ body: T }>): Promise<T> {
   try {
     return (await step).body
   } catch (err) {
@@ -110,28 +128,27 @@ async function verifyTransaction(approvalNumber: string, digest: string, patient
 
 /** Runs the approval for the chosen account; resolves when the service has recorded it. */
 export async function runApproval(ctx: FlowContext): Promise<void> {
-  const { details, config, wallet, account, progress } = ctx
+  const { details, config, approver, progress } = ctx
   const ref = details.approvalNumber
   if (details.method === 'sign') {
-    progress('Confirm the message in your wallet…')
-    const signature = await fromWallet(signPersonalMessage(wallet, account, details.signMessage))
+    const signature = await signText(approver, details.signMessage, progress)
     progress('Checking the signature…')
     check(await fromApi(postJson<Verdict>('/numsys/verify_signature', { approvalNumber: ref, signature })))
     return
   }
   if (config.ledger === 'local') {
-    progress('Confirm the approval in your wallet…')
-    const text = ledgerApproveMessage(details.objectId, ref)
-    const signature = await fromWallet(signPersonalMessage(wallet, account, text))
+    const signature = await signText(approver, ledgerApproveMessage(details.objectId, ref), progress)
     progress('Recording the approval on the ledger…')
     const { digest } = await fromApi(postJson<{ digest: string }>('/ledger/v1/approve', { objectId: details.objectId, ref, signature }))
     progress('Checking the ledger transaction…')
     await verifyTransaction(ref, digest, false)
     return
   }
+  // A phone-number login holds no SUI to pay for a transaction: the page never offers it here.
+  if (approver.kind !== 'wallet') throw new FlowError('This request needs a Sui transaction from a wallet.', 'UNSUPPORTED')
   progress('Confirm the transaction in your wallet…')
   const { executeApprove } = await import('./sui-transaction.ts')
-  const digest = await fromWallet(executeApprove(wallet, account, {
+  const digest = await fromWallet(executeApprove(approver.wallet, approver.account, {
     packageId: config.callPackageId, objectId: details.objectId, ref, network: config.suiNetwork,
   }))
   progress('Checking the transaction on Sui…')

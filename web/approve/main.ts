@@ -5,6 +5,7 @@
  * decision ends on a KNS confirmation screen with a link on to the vendor.
  */
 import '../shared/base.css'
+import '../shared/card.css'
 import './approve.css'
 import { ApiError } from '../shared/api.ts'
 import { readPageConfig } from '../shared/page-config.ts'
@@ -17,13 +18,17 @@ import {
   compatibleWallets, connectWallet, normalizeAddress, onWalletRegistered, requiredFeatures, shortAddress, suiWallets, type Wallet,
 } from './wallet.ts'
 import { drawQrCode, onTouchDevice, pageLink, WALLET_APPS } from './ways.ts'
+import { takeLoginReturn, type LoginReturn } from './phone-session.ts'
 
 const APPROVAL_NUMBER = /^[0-9a-f]{24}$/
 /** Codes after which the request can no longer be answered: show its new state instead. */
 const FINAL_CODES = new Set(['CANCELLED', 'EXPIRED', 'ALREADY_APPROVED'])
 
 const config = readPageConfig()
-const ref = new URLSearchParams(location.search).get('ref') ?? ''
+/** Back from the login of "Approve with your phone number" (the request is in what this tab kept), or null. */
+let loginReturn: LoginReturn | null = takeLoginReturn()
+const ref = (loginReturn === null ? null : loginReturn.ok ? loginReturn.pending.ref : loginReturn.ref) ??
+  new URLSearchParams(location.search).get('ref') ?? ''
 
 let details: Details | null = null
 /** Server clock minus device clock: the countdown follows the server, which decides expiry. */
@@ -115,6 +120,10 @@ async function load(): Promise<void> {
   tick()
   timer = setInterval(tick, 1000)
   void watchDecision(details)
+  // Once: a reload after this must not reuse the login.
+  const back = loginReturn
+  loginReturn = null
+  if (back !== null) void finishPhoneApproval(back)
 }
 
 function fail(err: unknown): void {
@@ -141,6 +150,7 @@ function beginAction(): Details | null {
 function currentWays(current: Details): AnswerWays {
   if (!current.wallet) return { kind: 'no-owner' }
   const kind = approvalKind(current, config)
+  if (current.phoneLogin) return kind === 'transaction' ? { kind: 'phone-transaction' } : { kind: 'phone' }
   if (compatibleWallets(requiredFeatures(kind)).length > 0) return { kind: 'wallet' }
   const installed = suiWallets()
   const what = kind === 'transaction' ? 'execute Sui transactions' : 'sign messages'
@@ -188,11 +198,44 @@ async function approveWith(wallet: Wallet): Promise<void> {
         `${shortAddress(owner)} can approve. Switch to that account or wallet and try again.`, 'NOT_OWNER')
     }
     chosen = wallet
-    await runApproval({ details: current, config, wallet, account, progress: setProgress })
-    clearInterval(timer)
-    setProgress('')
-    // KNS confirms, and the owner goes on to the vendor when ready (no redirect behind their back).
-    showFinal('approved-here', { ...current, status: 'approved', approved: true, wallet: account.address })
+    await runApproval({ details: current, config, approver: { kind: 'wallet', wallet, account }, progress: setProgress })
+    approved(current, account.address)
+  } catch (err) {
+    fail(err)
+  }
+}
+
+/** KNS confirms, and the owner goes on to the vendor when ready (no redirect behind their back). */
+function approved(current: Details, by: string): void {
+  clearInterval(timer)
+  setProgress('')
+  showFinal('approved-here', { ...current, status: 'approved', approved: true, wallet: by })
+}
+
+/** "Approve with your phone number": off to the provider's login (the page comes back with an id_token). */
+async function startPhoneApproval(): Promise<void> {
+  const current = beginAction()
+  if (current === null) return
+  try {
+    setProgress('Opening the login…')
+    const { startPhoneLogin } = await import('./phone-login.ts')
+    await startPhoneLogin(current.approvalNumber, config)
+  } catch (err) {
+    fail(err)
+  }
+}
+
+/** Back from the login: salt, proof, a zkLogin signature, and the approval. */
+async function finishPhoneApproval(back: LoginReturn): Promise<void> {
+  if (!back.ok) return showError(back.message)
+  const current = beginAction()
+  if (current === null) return
+  try {
+    setProgress('Checking your login…')
+    const { phoneSigner } = await import('./phone-login.ts')
+    const sign = await phoneSigner(back.pending, back.idToken, current.wallet ?? '', setProgress)
+    await runApproval({ details: current, config, approver: { kind: 'phone', sign }, progress: setProgress })
+    approved(current, current.wallet!)
   } catch (err) {
     fail(err)
   }
@@ -201,6 +244,7 @@ async function approveWith(wallet: Wallet): Promise<void> {
 function onApprove(): void {
   if (busy || details === null) return
   showError(null)
+  if (details.phoneLogin) return void startPhoneApproval()
   const wallets = compatibleWallets(requiredFeatures(approvalKind(details, config)))
   if (chosen !== null && wallets.includes(chosen)) return void approveWith(chosen)
   if (wallets.length === 1) return void approveWith(wallets[0]!)

@@ -19,6 +19,10 @@ function setField(name: string, text: string): void {
 }
 
 export function methodLabel(details: Details, config: PageConfig): string {
+  if (details.phoneLogin) {
+    if (details.method === 'sign') return 'Log in with your phone number and a code sent to it (no fee)'
+    return config.ledger === 'sui' ? 'Sui transaction from a wallet holding this address (network fee)' : 'Approve on the KNS ledger by logging in with your phone number'
+  }
   if (details.method === 'sign') return 'Sign a message in your wallet (no fee)'
   return config.ledger === 'sui' ? 'Sui transaction from your wallet (network fee)' : 'Approve on the KNS ledger with your wallet'
 }
@@ -226,6 +230,10 @@ export type AnswerWays =
   | { kind: 'wallet' }
   | { kind: 'no-wallet'; touch: boolean; apps: { name: string; href: string }[]; unsuitable: string | null }
   | { kind: 'no-owner' }
+  /** The owner is the number's phone-login address: "Approve with your phone number". */
+  | { kind: 'phone' }
+  /** ... but the request needs a Sui transaction, which a phone login cannot pay for. */
+  | { kind: 'phone-transaction' }
 
 /**
  * Without a usable wallet, the way that works replaces Approve before anyone taps it: wallet
@@ -233,12 +241,21 @@ export type AnswerWays =
  * "This wasn't me" need no wallet and stay.
  */
 export function showAnswerWays(ways: AnswerWays): void {
-  const none = ways.kind !== 'wallet'
-  el('no-wallet').hidden = !none
-  el('approve').hidden = none || !el('wallet-picker').hidden
-  if (ways.kind === 'wallet') return
+  const withButton = ways.kind === 'wallet' || ways.kind === 'phone'
+  el('no-wallet').hidden = withButton
+  el('approve').hidden = !withButton || !el('wallet-picker').hidden
+  el('approve').textContent = ways.kind === 'phone' ? 'Approve with your phone number' : 'Approve'
+  el('phone-hint').hidden = ways.kind !== 'phone'
+  if (withButton) return
   el('wallet-apps').hidden = true
   el('qr').hidden = true
+  if (ways.kind === 'phone-transaction') {
+    el('no-wallet-heading').textContent = 'This request needs a Sui wallet'
+    el('no-wallet-text').textContent = 'It must be approved by a Sui transaction from your number\'s address, which costs a network fee in SUI. ' +
+      'Logging in with your phone number cannot pay that fee. Ask the sender for a request you can approve by signing, or deny it.'
+    el('no-wallet-hint').textContent = ''
+    return
+  }
   if (ways.kind === 'no-owner') {
     el('no-wallet-heading').textContent = 'This request cannot be approved here'
     el('no-wallet-text').textContent = 'The ledger shows no wallet owning this phone number, so nobody can approve it. You can still deny it.'

@@ -22,6 +22,8 @@ interface CallOptions {
   /** Longer than the default for a request the server holds on purpose (`wait`). */
   timeoutMs?: number
   signal?: AbortSignal
+  /** Send this origin's cookies: only the login page's steps, which the provider's interaction cookie ties to this browser. */
+  cookies?: boolean
 }
 
 async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: CallOptions = {}): Promise<ApiResponse<T>> {
@@ -31,7 +33,7 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, opt
       method,
       headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: 'omit',
+      credentials: options.cookies === true ? 'same-origin' : 'omit',
       cache: 'no-store',
       signal: options.signal === undefined
         ? AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS)
@@ -56,4 +58,4 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, opt
 }
 
 export const getJson = <T>(path: string, options?: CallOptions) => call<T>('GET', path, undefined, options)
-export const postJson = <T>(path: string, body: unknown) => call<T>('POST', path, body)
+export const postJson = <T>(path: string, body: unknown, options?: CallOptions) => call<T>('POST', path, body, options)

@@ -7,6 +7,7 @@ import type { Service } from '../../service.ts'
 import { perClientPerMinute, publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
 import { methodNotAllowed, trackRouteMethods } from '../transport.ts'
+import { LOGIN_PAGE_FILE, pageHandler } from './pages.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
 import {
   EpochResponse, InteractionDetails, InteractionParams, LoginRequest, ProveRequest, ProveResponse, RedirectResponse, SaltRequest, SaltResponse,
@@ -45,6 +46,9 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
   }
   // The methods of the routes below only (the catch-all above takes every method).
   const interactionMethods = trackRouteMethods(app)
+
+  // The login page itself (web/login/): it runs the JSON steps below.
+  app.get(`${mount}/interaction/:uid`, { onRequest: ipLimit, schema: { hide: true, params: InteractionParams } }, pageHandler(service, LOGIN_PAGE_FILE))
 
   const tags = ['login']
   /** The interaction of this browser (its cookie) with this uid, or 404: expired, finished, or another browser's. */

@@ -98,9 +98,16 @@ function escapeAttribute(text: string): string {
 
 /** What the pages need to know about this server (never secrets). */
 export function pageConfig(service: Service): Record<string, string> {
-  const { ledger, suiNetwork, knsLatestPackageId } = service.config
-  // Calls go to the latest version of the package (types keep the original ID).
-  return { ledger, suiNetwork, callPackageId: knsLatestPackageId }
+  const { ledger, suiNetwork, knsLatestPackageId, zkLoginClientId, publicBaseUrl } = service.config
+  return {
+    ledger, suiNetwork,
+    // Calls go to the latest version of the package (types keep the original ID).
+    callPackageId: knsLatestPackageId,
+    // "Approve with your phone number": the built-in client's login at this server's provider.
+    loginAuthUrl: `${service.accounts.provider.mountPath}/auth`,
+    loginClientId: zkLoginClientId,
+    loginRedirectUri: `${publicBaseUrl}/approve`,
+  }
 }
 
 /** Inserts the page config; the placeholder is in every page's source (web/<page>/index.html). */
@@ -125,22 +132,27 @@ export interface PagesOptions {
   distDir?: string
 }
 
-export async function pageRoutes(app: FastifyInstance, { service, distDir = DIST_DIR }: PagesOptions): Promise<void> {
-  const built = PAGES.every((page) => existsSync(join(distDir, page.file)))
-  if (!built) {
-    app.log.warn({ distDir }, 'web pages are not built (npm run build:web); their paths answer 503')
-    for (const page of PAGES) {
-      app.get(page.path, { schema: { hide: true } }, async (_request, reply) =>
-        reply.status(503).type('text/plain; charset=utf-8').send('The web pages have not been built: run `npm run build:web`.\n'))
-    }
-    return
-  }
+/** The login page, served by the login provider's routes at `<issuer path>/interaction/:uid` (src/http/routes/accounts.ts). */
+export const LOGIN_PAGE_FILE = 'login/index.html'
 
-  const config = pageConfig(service)
-  for (const page of PAGES) {
-    const html = asset(Buffer.from(renderPage(readFileSync(join(distDir, page.file), 'utf8'), config)), TYPES['.html']!)
-    app.get(page.path, { schema: { hide: true } }, async (request, reply) => send(request, reply.headers(PAGE_HEADERS), html))
+const NOT_BUILT = 'The web pages have not been built: run `npm run build:web`.\n'
+
+/**
+ * A route handler for one built page: its HTML with the page config and the page headers,
+ * read once now; 503 with the command to run while the pages are not built.
+ */
+export function pageHandler(service: Service, file: string, distDir = DIST_DIR): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> {
+  if (!existsSync(join(distDir, file))) {
+    return async (_request, reply) => reply.status(503).type('text/plain; charset=utf-8').send(NOT_BUILT)
   }
+  const html = asset(Buffer.from(renderPage(readFileSync(join(distDir, file), 'utf8'), pageConfig(service))), TYPES['.html']!)
+  return async (request, reply) => send(request, reply.headers(PAGE_HEADERS), html)
+}
+
+export async function pageRoutes(app: FastifyInstance, { service, distDir = DIST_DIR }: PagesOptions): Promise<void> {
+  const built = [...PAGES.map((page) => page.file), LOGIN_PAGE_FILE].every((file) => existsSync(join(distDir, file)))
+  if (!built) app.log.warn({ distDir }, 'web pages are not built (npm run build:web); their paths answer 503')
+  for (const page of PAGES) app.get(page.path, { schema: { hide: true } }, pageHandler(service, page.file, distDir))
 
   const assets = new Map<string, Asset>()
   const assetDir = join(distDir, 'assets')
