@@ -53,6 +53,8 @@ export interface Config {
   smppSystemType: string | undefined
   smsFrom: string | undefined
   smsHttpUrl: string | undefined
+  /** SMS_HTTP_METHOD: GET (Kannel's sendsms, the default) or POST (a form). */
+  smsHttpMethod: 'GET' | 'POST'
   smsTimeoutMs: number
   /** Login code sends allowed per hour: per number, per client IP, per number prefix (SMS pumping). */
   loginSendsPerNumber: number
@@ -236,6 +238,8 @@ export function loadConfig(env: Env = process.env): Config {
   const smsDelivery = oneOf(env, 'SMS_DELIVERY', ['log', 'smpp', 'http'] as const, 'log')
   const smppUrl = url(env, 'SMPP_URL', undefined, ['smpp:', 'ssmpp:'])
   const smsHttpUrl = url(env, 'SMS_HTTP_URL', undefined, ['http:', 'https:'])
+  const smsHttpMethod = (env.SMS_HTTP_METHOD || 'GET').toUpperCase()
+  if (smsHttpMethod !== 'GET' && smsHttpMethod !== 'POST') throw new ConfigError(`SMS_HTTP_METHOD must be GET or POST, got ${JSON.stringify(env.SMS_HTTP_METHOD)}`)
   if (smsDelivery === 'smpp' && smppUrl === undefined) throw new ConfigError('SMS_DELIVERY=smpp needs SMPP_URL (smpp://system_id:password@host:2775)')
   if (smsDelivery === 'http' && smsHttpUrl === undefined) throw new ConfigError('SMS_DELIVERY=http needs SMS_HTTP_URL (e.g. Kannel\'s http://host:13013/cgi-bin/sendsms?username=..&password=..)')
   return {
@@ -258,6 +262,7 @@ export function loadConfig(env: Env = process.env): Config {
     smppSystemType: env.SMPP_SYSTEM_TYPE || undefined,
     smsFrom: env.SMS_FROM || undefined,
     smsHttpUrl,
+    smsHttpMethod,
     smsTimeoutMs: int(env, 'SMS_TIMEOUT_MS', 10_000, 100, 120_000),
     loginSendsPerNumber: int(env, 'LOGIN_SENDS_PER_NUMBER', 5, 1, 1000),
     loginSendsPerIp: int(env, 'LOGIN_SENDS_PER_IP', 20, 1, 1_000_000),

@@ -54,6 +54,7 @@ export class Accounts {
       ...(config.smppSystemType === undefined ? {} : { smppSystemType: config.smppSystemType }),
       ...(config.smsFrom === undefined ? {} : { smsFrom: config.smsFrom }),
       ...(config.smsHttpUrl === undefined ? {} : { httpUrl: config.smsHttpUrl }),
+      httpMethod: config.smsHttpMethod,
     }, log)
     this.codes = new LoginCodes({
       db, secret, sms: this.sms, host: new URL(config.publicBaseUrl).host,

@@ -190,6 +190,16 @@ describe('the embedded ledger refuses what the proof would not prove', () => {
       assert.equal(res.body.code, 'PROOF_REFUSED')
       assert.equal(res.body.field, field, JSON.stringify(res.body))
     }
+    // A nonce made for a max epoch that has passed, or one too far ahead: the max-epoch step itself refuses.
+    for (const maxEpoch of [epoch - 1, epoch + 31]) {
+      const stale = await phoneLogin(server, user.phoneNumber, { maxEpoch, prove: false })
+      const res = await postJson(`${server.base}/zklogin/v1/prove`, {
+        ...base, jwt: stale.idToken, extendedEphemeralPublicKey: stale.ephemeral.getPublicKey().toSuiPublicKey(), maxEpoch, jwtRandomness: stale.randomness,
+      })
+      assert.equal(res.status, 422, `max epoch ${maxEpoch} (current ${epoch})`)
+      assert.equal(res.body.field, 'maxEpoch', JSON.stringify(res.body))
+      assert.match(String(res.body.error), maxEpoch < epoch ? /has passed/ : /at most 30 epochs ahead/)
+    }
     const forged = await postJson(`${server.base}/zklogin/v1/prove`, { ...base, jwt: `${login.idToken.slice(0, -4)}AAAA` })
     assert.equal(forged.status, 400)
     assert.equal(forged.body.code, 'INVALID_ID_TOKEN')

@@ -152,7 +152,7 @@ const INVALID: [name: string, value: string][] = [
   // The provider is served at the issuer's path: it needs one, not one of the service's own.
   ['ZKLOGIN_ISSUER', 'https://accounts.google.com'], ['ZKLOGIN_ISSUER', 'https://kns.example.com/numsys'],
   ['ZKLOGIN_ISSUER', 'https://kns.example.com/oidc?x=1'], ['ZKLOGIN_ISSUER', 'ftp://kns.example.com/oidc'],
-  ['SMS_DELIVERY', 'pigeon'], ['SMS_DELIVERY', 'smpp'], ['SMS_DELIVERY', 'http'], ['SMPP_URL', 'http://smsc:2775'],
+  ['SMS_DELIVERY', 'pigeon'], ['SMS_DELIVERY', 'smpp'], ['SMS_DELIVERY', 'http'], ['SMPP_URL', 'http://smsc:2775'], ['SMS_HTTP_METHOD', 'PUT'],
   ['KNS_SECRET', 'too-short'], ['KNS_SECRET', 'x'.repeat(31)],
 ]
 
