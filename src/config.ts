@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { ConfigError } from './errors.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from './lib/zklogin-limits.ts'
 
@@ -111,7 +112,12 @@ export interface Config {
   publicRateLimit: number
   /** Default per-key rate (requests per second) for keys created without --rate. */
   defaultKeyRate: number
-  trustProxy: boolean
+  /**
+   * Which peers' X-Forwarded-For to believe (TRUST_PROXY): false (none: the socket's address is
+   * the client), a number of proxy hops in front of the service, or the proxies' addresses and
+   * ranges (CIDR, or proxy-addr's `loopback`, `linklocal`, `uniquelocal`).
+   */
+  trustProxy: false | number | string[]
   /** Seconds a ledger read for an owner may be reused when LEDGER=sui. */
   ledgerCacheTtlS: number
   /** Oldest acceptable PASSporT `iat`, in seconds (RFC 8224 recommends 60); 0 turns the check off. */
@@ -166,6 +172,45 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
   }
   return raw
+}
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+const TRUST_PROXY_HELP = 'set the number of proxies in front of the service (TRUST_PROXY=1 for one load balancer) or their ' +
+  'addresses and ranges (TRUST_PROXY=10.0.0.0/8,192.0.2.7 or loopback)'
+
+/** A proxy address or range: an IP, an IP/prefix, or one of proxy-addr's names. */
+function proxyRange(entry: string): boolean {
+  if (PROXY_NAMES.has(entry)) return true
+  const [address, prefix, ...rest] = entry.split('/')
+  const version = isIP(address ?? '')
+  if (version === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  if (!/^\d{1,3}$/.test(prefix)) return false
+  return Number(prefix) <= (version === 4 ? 32 : 128)
+}
+
+/**
+ * TRUST_PROXY: unset or `false` trusts no forwarded header. `true` (believe any
+ * X-Forwarded-For) is refused: every client could then choose its address, and with it the
+ * per-address limits and what the logs record.
+ */
+export function trustProxySetting(raw: string | undefined): false | number | string[] {
+  const value = (raw ?? '').trim()
+  if (value === '' || value === 'false' || value === '0') return false
+  if (value === 'true') {
+    throw new ConfigError(`TRUST_PROXY=true would believe the X-Forwarded-For any client sends: ${TRUST_PROXY_HELP}`)
+  }
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    if (hops > 10) throw new ConfigError(`TRUST_PROXY must be at most 10 hops, got ${value}`)
+    return hops
+  }
+  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '')
+  const bad = entries.find((e) => !proxyRange(e))
+  if (entries.length === 0 || bad !== undefined) {
+    throw new ConfigError(`TRUST_PROXY: ${JSON.stringify(bad ?? value)} is not a hop count, an address or a range: ${TRUST_PROXY_HELP}`)
+  }
+  return entries
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
@@ -295,7 +340,7 @@ export function loadConfig(env: Env = process.env): Config {
     ledgerFreshnessMs: int(env, 'LEDGER_FRESHNESS_MS', 3_000, 0, 60_000),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),
-    trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
+    trustProxy: trustProxySetting(env.TRUST_PROXY),
     ledgerCacheTtlS: int(env, 'LEDGER_CACHE_TTL_S', 2, 0, 3600),
     callMaxAgeS: int(env, 'CALL_MAX_AGE_S', 60, 0, 86_400),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),

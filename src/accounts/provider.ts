@@ -97,7 +97,11 @@ export class LoginProvider {
   async #build(): Promise<void> {
     const keys = await this.#deps.keys.forProvider()
     const provider = new Provider(this.issuer, this.#configuration(keys))
-    provider.proxy = this.#deps.config.trustProxy
+    // Whether and how far to believe X-Forwarded-* is decided once, by the HTTP layer
+    // (TRUST_PROXY): the route that hands requests over rewrites them to what it derived, so
+    // Koa takes the one nearest value (src/http/routes/accounts.ts).
+    provider.proxy = this.#deps.config.trustProxy !== false
+    provider.maxIpsCount = 1
     allowDevelopmentRedirects(provider)
     provider.use(securityHeaders)
     this.#provider = provider

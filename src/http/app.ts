@@ -34,6 +34,17 @@ function serializeRequest(request: { method: string; url: string; id: unknown; i
   return { id: request.id, method: request.method, url: `${path}${keys}`, ip: request.ip }
 }
 
+/**
+ * TRUST_PROXY as Fastify (proxy-addr) takes it. A hop count trusts that many addresses from the
+ * right of X-Forwarded-For, the socket's peer first (Express's rule); Fastify's own number
+ * option now trusts none, so it is given as that function. With hops, the service must be
+ * reachable only through the proxies (docs/operations.md).
+ */
+function proxyTrust(setting: false | number | string[]): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof setting === 'number') return (_address, hop) => hop < setting
+  return setting
+}
+
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
   const logger = options.logger === false ? false : {
     level: service.config.logLevel,
@@ -44,7 +55,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT,
-    trustProxy: service.config.trustProxy,
+    trustProxy: proxyTrust(service.config.trustProxy),
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id']

@@ -113,7 +113,7 @@ test('SUI_NETWORK=mainnet selects the mainnet deployment from domain.md; explici
 test('accepted values', () => {
   const config = loadConfig({
     PORT: '0', HOST: '127.0.0.1', LEDGER: 'sui', APPROVAL_TTL_S: '60', DATA_DIR: '/tmp/kns',
-    DATABASE_URL: 'postgresql://u@db:5432/kns', REDIS_URL: 'rediss://cache:6380', LOG_LEVEL: 'warn', TRUST_PROXY: 'true',
+    DATABASE_URL: 'postgresql://u@db:5432/kns', REDIS_URL: 'rediss://cache:6380', LOG_LEVEL: 'warn', TRUST_PROXY: '2',
     KNS_SECRET: 'x'.repeat(32), ZKLOGIN_ISSUER: 'https://login.example.com/oidc', ZKLOGIN_CLIENT_ID: 'client-1',
   })
   assert.equal(config.port, 0)
@@ -125,7 +125,7 @@ test('accepted values', () => {
   assert.equal(config.databaseUrl, 'postgresql://u@db:5432/kns')
   assert.equal(config.redisUrl, 'rediss://cache:6380')
   assert.equal(config.logLevel, 'warn')
-  assert.equal(config.trustProxy, true)
+  assert.equal(config.trustProxy, 2)
   assert.equal(config.knsSecret, 'x'.repeat(32))
   assert.equal(config.zkLoginIssuer, 'https://login.example.com/oidc')
   assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://kns.example.com' }).zkLoginIssuer, 'https://kns.example.com/oidc', 'default: this server\'s /oidc')
@@ -143,7 +143,7 @@ const INVALID: [name: string, value: string][] = [
   ['REDIS_URL', 'http://cache:6379'],
   ['SUI_GRAPHQL_URL', 'graphql.testnet.sui.io'],
   ['KNS_PACKAGE_ID', '0x1234'], ['SUI_ID_MAP_TABLE_ID', `0x${'g'.repeat(64)}`],
-  ['LOG_LEVEL', 'loud'], ['TRUST_PROXY', 'yes'],
+  ['LOG_LEVEL', 'loud'], ['TRUST_PROXY', 'yes'], ['TRUST_PROXY', 'true'], ['TRUST_PROXY', '11'], ['TRUST_PROXY', '10.0.0.0/33'], ['TRUST_PROXY', '10.0.0.1,proxy.example'],
   ['PUBLIC_RATE_LIMIT', 'many'], ['DEFAULT_KEY_RATE', '0'], ['LEDGER_CACHE_TTL_S', '3601'],
   ['ZKLOGIN_ISSUER', `https://${'i'.repeat(256)}`], ['ZKLOGIN_CLIENT_ID', 'c'.repeat(256)],
   // zkLogin's circuit: an issuer past 156 characters, a client ID past 145, or either with a JSON escape cannot be proven.

@@ -198,6 +198,48 @@ describe('rate limiting', () => {
   })
 })
 
+describe('client addresses behind proxies (TRUST_PROXY)', () => {
+  /** How many of 20 requests from `remoteAddress`, each forwarding `chain(i)`, a per-address limit of 2/s refused. */
+  async function refusedOf20(env: Record<string, string>, chain: (i: number) => string, remoteAddress = '10.0.0.2'): Promise<number> {
+    const harness = await startHarness({ PUBLIC_RATE_LIMIT: '2', ...env })
+    try {
+      let refused = 0
+      for (let i = 0; i < 20; i++) {
+        const res = await harness.app.inject({
+          method: 'GET', url: `/numsys/transaction_details?ref=${'0'.repeat(24)}`, remoteAddress, headers: { 'x-forwarded-for': chain(i) },
+        })
+        if (res.statusCode === 429) refused++
+      }
+      return refused
+    } finally {
+      await harness.close()
+    }
+  }
+  /** A client forging a fresh left-most address each time; the proxy appended the real one (203.0.113.9). */
+  const forged = (i: number) => `198.51.100.${i + 1}, 203.0.113.9`
+  /** 20 different real clients behind two proxies (the load balancer 10.0.0.7 in front of the socket's peer). */
+  const distinct = (i: number) => `198.51.100.${i + 1}, 10.0.0.7`
+
+  test('one hop (TRUST_PROXY=1): the address the proxy appended counts, so a forged left-most one does not escape the limit', async () => {
+    assert.ok(await refusedOf20({ TRUST_PROXY: '1' }, forged) >= 15)
+  })
+
+  test('two hops: the clients behind both proxies are told apart', async () => {
+    assert.equal(await refusedOf20({ TRUST_PROXY: '2' }, distinct), 0)
+  })
+
+  test('the proxies\' ranges: the first address from the right outside them is the client', async () => {
+    assert.equal(await refusedOf20({ TRUST_PROXY: '10.0.0.0/8' }, distinct), 0, 'clients behind the trusted proxies are told apart')
+    assert.ok(await refusedOf20({ TRUST_PROXY: '10.0.0.0/8' }, forged) >= 15, '203.0.113.9 is not a proxy: it is the client')
+    // A peer outside the ranges is itself the client, whatever it forwards.
+    assert.ok(await refusedOf20({ TRUST_PROXY: '10.0.0.0/8' }, distinct, '192.0.2.50') >= 15)
+  })
+
+  test('unset: X-Forwarded-For is the client\'s to write and is ignored', async () => {
+    assert.ok(await refusedOf20({}, distinct) >= 15)
+  })
+})
+
 describe('keys are not needed where the contract has none', () => {
   test('register, transaction_details and verification answer without x-api-key', async () => {
     assert.notEqual((await post(h, '/numsys/register-user-login', { email: 'k@example.com', phoneNumber: phone })).statusCode, 401)

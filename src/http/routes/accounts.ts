@@ -38,6 +38,12 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     // no route, or none for this method, answered as on any other route.
     if (request.url.startsWith(interactionPaths)) throw methodNotAllowed(interactionMethods, request) ?? new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)
     reply.raw.setHeader('x-request-id', request.id)
+    if (service.config.trustProxy !== false) {
+      // What TRUST_PROXY derived, and only that: the provider believes these headers.
+      request.raw.headers['x-forwarded-for'] = request.ip
+      request.raw.headers['x-forwarded-proto'] = request.protocol
+      request.raw.headers['x-forwarded-host'] = request.host
+    }
     reply.hijack()
     accounts.provider.handle(request.raw, reply.raw)
   }
