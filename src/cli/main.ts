@@ -26,7 +26,7 @@ Usage: kns <command> [options] [--json]
   serve                                   start the HTTP API (same as npm start)
   migrate                                 apply pending database migrations
   doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
-  api-key create --vendor <brand> [--scopes approvals,caller,signing,admin] [--rate <req/s>]
+  api-key create --vendor <brand> [--scopes approvals,caller,signing,stats,webhooks,oidc] [--rate <req/s>]
   api-key list
   api-key revoke <id>
   token mint --phone <+E164> --owner <0x address>         (LEDGER=local)

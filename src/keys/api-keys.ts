@@ -3,7 +3,14 @@ import type { Executor } from '../db/engine.ts'
 import { NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
 import { SingleFlight } from '../lib/single-flight.ts'
 
-export const SCOPES = ['approvals', 'caller', 'signing', 'admin'] as const
+/**
+ * What a key may do: `approvals` (the vendor's approval requests), `caller` (call verification),
+ * `signing` (the STI-AS), and three operator scopes kept apart so that one cannot reach
+ * another's data: `stats` (statistics uploads), `webhooks` (subscriptions to any vendor's
+ * decisions, their deliveries and replays), `oidc` (the login provider's clients). They were
+ * one `admin` scope until migration 14, which left existing `admin` keys with `stats` only.
+ */
+export const SCOPES = ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'oidc'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_SCOPES: Scope[] = ['approvals', 'caller']
 
@@ -50,6 +57,10 @@ export function parseScopes(raw: string): Scope[] {
   const scopes = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))]
   if (scopes.length === 0) throw new ValidationError('at least one scope is required', { field: 'scopes' })
   for (const scope of scopes) {
+    if (scope === 'admin') {
+      throw new ValidationError('the admin scope was split: stats (statistics uploads), webhooks (webhook subscriptions, deliveries, replays), ' +
+        'oidc (the login provider\'s clients)', { field: 'scopes' })
+    }
     if (!(SCOPES as readonly string[]).includes(scope)) {
       throw new ValidationError(`unknown scope "${scope}" (allowed: ${SCOPES.join(', ')})`, { field: 'scopes' })
     }

@@ -92,7 +92,7 @@ describe('API key: scope caller', () => {
   })
 
   test('a key without the caller scope -> 403 on both endpoints; approvals+caller works', async () => {
-    for (const scopes of [['approvals'], ['admin'], ['approvals', 'admin']] as const) {
+    for (const scopes of [['approvals'], ['stats', 'webhooks', 'oidc'], ['approvals', 'signing']] as const) {
       const other = await h.key({ scopes: [...scopes] })
       const res = await verifyCall(h, other, { origTN: num.phone, destTN: dest, jwt })
       assert.match(assertError(res, 403, 'FORBIDDEN').message as string, /caller/)

@@ -93,7 +93,7 @@ test('migrate --json applies the migrations on a fresh database; a second run sa
 
 test('api-key create prints the key once; list shows no secret; revoke marks it revoked', async () => {
   const [created, textCreated] = await Promise.all([
-    kns('api-key', 'create', '--vendor', 'Acme Bank', '--scopes', 'approvals,admin', '--rate', '5', '--json'),
+    kns('api-key', 'create', '--vendor', 'Acme Bank', '--scopes', 'approvals,stats', '--rate', '5', '--json'),
     kns('api-key', 'create', '--vendor', 'Globex'),
   ])
   assertOk(created)
@@ -102,7 +102,7 @@ test('api-key create prints the key once; list shows no secret; revoke marks it 
   assert.match(key.key, /^kns_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/)
   assert.ok(key.key.startsWith(`kns_${key.id}_`))
   assert.equal(key.vendor, 'Acme Bank')
-  assert.deepEqual(key.scopes, ['approvals', 'admin'])
+  assert.deepEqual(key.scopes, ['approvals', 'stats'])
   assert.equal(key.rate, 5)
 
   // Text mode: readable lines with the key on its own line, defaults for scopes.

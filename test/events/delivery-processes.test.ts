@@ -33,7 +33,7 @@ async function world(extra: Record<string, string> = {}): Promise<World> {
   const db = openDatabase(fresh.config)
   try {
     await migrate(db, MIGRATIONS)
-    const admin = (await createApiKey(db, { vendor: 'Operator', scopes: ['admin'], rate: 100_000 })).key
+    const admin = (await createApiKey(db, { vendor: 'Operator', scopes: ['webhooks'], rate: 100_000 })).key
     const vendor = await createApiKey(db, { vendor: 'Acme Bank', scopes: ['approvals'], rate: 100_000 })
     return { fresh, admin, vendor: vendor.key, vendorId: vendor.id, receiver }
   } finally {

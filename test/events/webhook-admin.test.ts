@@ -18,7 +18,7 @@ let receiver: WebhookReceiver
 
 before(async () => {
   h = await startHarness({ WEBHOOK_ALLOW_PRIVATE: 'true', KNS_SECRET: randomBytes(32).toString('hex') })
-  admin = await h.key({ scopes: ['admin'], vendor: 'Operator' })
+  admin = await h.key({ scopes: ['webhooks'], vendor: 'Operator' })
   await h.key({ scopes: ['approvals'], vendor: 'Acme Bank' })
   vendorKeyId = (await h.service.db.get<{ id: string }>(`SELECT id FROM api_keys WHERE vendor = 'Acme Bank'`))!.id
   receiver = await startWebhookReceiver()

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { startHarness, type Harness } from '../helpers.ts'
 import { loadConfig } from '../../src/config.ts'
-import { ApiKeyAuthenticator, createApiKey, listApiKeys, revokeApiKey } from '../../src/keys/api-keys.ts'
+import { ApiKeyAuthenticator, createApiKey, listApiKeys, revokeApiKey, type Scope } from '../../src/keys/api-keys.ts'
 import type { Executor } from '../../src/db/engine.ts'
 import { openService } from '../../src/service.ts'
 import { approvalBody, assertError, post, register, sleep } from '../support/kns.ts'
@@ -26,7 +26,7 @@ const ENDPOINTS = [
   { url: '/numsys/approval-object-id', body: () => approvalBody({ objectId }) },
 ]
 
-async function newKey(options: { scopes?: ('approvals' | 'caller' | 'admin')[]; rate?: number; vendor?: string } = {}) {
+async function newKey(options: { scopes?: Scope[]; rate?: number; vendor?: string } = {}) {
   return createApiKey(h.service.db, { vendor: options.vendor ?? 'Auth Test', scopes: options.scopes ?? ['approvals'], rate: options.rate ?? 1000 })
 }
 
@@ -65,7 +65,7 @@ for (const { url, body } of ENDPOINTS) {
       const caller = await newKey({ scopes: ['caller'] })
       const err = assertError(await post(h, url, body(), { 'x-api-key': caller.key }), 403, 'FORBIDDEN')
       assert.match(err.message as string, /approvals/)
-      const admin = await newKey({ scopes: ['admin', 'caller'] })
+      const admin = await newKey({ scopes: ['stats', 'webhooks', 'oidc', 'caller'] })
       assertError(await post(h, url, body(), { 'x-api-key': admin.key }), 403, 'FORBIDDEN')
     })
 

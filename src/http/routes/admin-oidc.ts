@@ -14,7 +14,7 @@ function present(c: Client) {
 /** `kns oidc client ...` as admin routes: the login provider's relying parties, under the `admin` scope. */
 export async function adminOidcRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const guard = requireScope(service, 'admin')
+  const guard = requireScope(service, 'oidc')
   const tags = ['login admin']
   const { clients } = service.accounts
 

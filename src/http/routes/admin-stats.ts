@@ -37,7 +37,7 @@ function ndjsonValues(body: string): { values: unknown[]; lines: number[]; error
 
 export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const guard = requireScope(service, 'admin')
+  const guard = requireScope(service, 'stats')
   const hashClient = createClientHasher(service.secret)
 
   app.put('/api/v1/admin/gateways', {

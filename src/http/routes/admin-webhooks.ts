@@ -28,7 +28,7 @@ export function presentDelivery(d: DeliveryRecord) {
 /** `kns webhook ...` as admin routes: the same operations, under the `admin` scope. */
 export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const guard = requireScope(service, 'admin')
+  const guard = requireScope(service, 'webhooks')
   const tags = ['webhooks admin']
   const { db, events } = service
 

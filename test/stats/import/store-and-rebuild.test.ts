@@ -46,7 +46,7 @@ after(async () => {
 })
 
 test('API batches, an interrupted bulk import, more API batches, then the import run again: exact statistics', async () => {
-  const key = await h.key({ scopes: ['admin'] })
+  const key = await h.key({ scopes: ['stats'] })
   const hash = createClientHasher(h.service.secret)
   const api = (list: RawSession[]) => h.app.inject({ method: 'POST', url: '/api/v1/admin/usage', headers: { 'x-api-key': key }, payload: list })
   // The API has the first 150 days; the file has the rest, so recomputation starts mid-way and
@@ -165,7 +165,7 @@ test('a file out of order into an empty database: every week from memory, sorted
 test('a file starting in a week the database already held: that week read back, the later ones from memory; exact', async () => {
   const fresh = await startHarness()
   try {
-    const key = await fresh.key({ scopes: ['admin'] })
+    const key = await fresh.key({ scopes: ['stats'] })
     const W0 = Date.UTC(2024, 8, 2) // a Monday
     const at = (week: number, hour: number) => W0 + week * 7 * DAY + hour * HOUR
     const session = (id: string, clientId: string, start: number, network: 'gateway' | 'wifi' = 'gateway'): RawSession =>

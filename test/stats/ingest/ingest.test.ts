@@ -9,7 +9,7 @@ const T = Date.UTC(2025, 4, 1, 12)
 
 before(async () => {
   h = await startHarness()
-  key = await h.key({ scopes: ['admin'] })
+  key = await h.key({ scopes: ['stats'] })
 })
 
 after(async () => {

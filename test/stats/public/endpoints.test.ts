@@ -41,7 +41,7 @@ const signups: [string, number][] = [
 
 before(async () => {
   h = await startHarness()
-  key = await h.key({ scopes: ['admin'] })
+  key = await h.key({ scopes: ['stats'] })
   const headers = { 'x-api-key': key }
   for (const [url, payload] of [['/api/v1/admin/gateways', gateways], ['/api/v1/admin/wifi-nodes', wifi]] as const) {
     const res = await h.app.inject({ method: 'PUT', url, headers, payload })

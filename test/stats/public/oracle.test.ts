@@ -38,7 +38,7 @@ const sessions = makeSessions(900)
 
 before(async () => {
   h = await startHarness()
-  const key = await h.key({ scopes: ['admin'] })
+  const key = await h.key({ scopes: ['stats'] })
   const shuffled = [...sessions].sort(() => random() - 0.5)
   let offset = 0
   while (offset < shuffled.length) {

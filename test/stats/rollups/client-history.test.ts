@@ -77,7 +77,7 @@ test('the history spans more than five years, with gaps of every size', () => {
 })
 
 test('API ingestion: in order, then late sessions (before first weeks, inside gaps): exact', async () => {
-  const key = await h.key({ scopes: ['admin'] })
+  const key = await h.key({ scopes: ['stats'] })
   const api = async (list: RawSession[]) => {
     const res = await h.app.inject({ method: 'POST', url: '/api/v1/admin/usage', headers: { 'x-api-key': key }, payload: list })
     assert.equal(res.statusCode, 200, res.body)

@@ -1,0 +1,19 @@
+import type { Migration } from '../db/migrations.ts'
+
+/** API keys after the foundation (version 14 on). */
+export const KEYS_MIGRATIONS: Migration[] = [
+  {
+    version: 14,
+    name: 'keys: the admin scope split into stats, webhooks and oidc; existing admin keys keep statistics uploads only',
+    up: [],
+    // An `admin` key could upload statistics and also subscribe a URL to any vendor's decisions
+    // (and replay them) and register login clients. Which of those a key was meant for is not
+    // known, so each keeps the least: `stats`. docs/operations.md (Upgrades) says what to do.
+    only: {
+      sqlite: [`UPDATE api_keys SET scopes = trim(replace(',' || scopes || ',', ',admin,', ',stats,'), ',')
+        WHERE ',' || scopes || ',' LIKE '%,admin,%'`],
+      postgres: [`UPDATE api_keys SET scopes = trim(both ',' from replace(',' || scopes || ',', ',admin,', ',stats,'))
+        WHERE ',' || scopes || ',' LIKE '%,admin,%'`],
+    },
+  },
+]
