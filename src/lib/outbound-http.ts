@@ -143,8 +143,10 @@ function guardedLookup(resolve: typeof dnsLookup, allowed: (address: string) => 
       if (err) return callback(err, '', 0)
       const refused = addresses.find((a) => !allowed(a.address))
       if (refused !== undefined || addresses.length === 0) {
+        // The address itself stays out of the message: it reaches callers (debug reports, the
+        // webhook test), and would tell them what an internal name resolves to.
         const error = new OutboundRefusedError('ADDRESS_NOT_ALLOWED',
-          refused === undefined ? `${hostname} resolves to no address` : `${hostname} resolves to ${refused.address}, a loopback, private, link-local or reserved address`)
+          refused === undefined ? `${hostname} resolves to no address` : `the address of ${hostname} is not allowed (only public addresses are)`)
         return callback(error as NodeJS.ErrnoException, '', 0)
       }
       if (options.all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses)

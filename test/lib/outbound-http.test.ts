@@ -65,13 +65,14 @@ describe('checked at connect time', () => {
   test('a name that resolves to a loopback address is refused before any connection', async () => {
     const before = connections
     await assert.rejects(outboundRequest(`https://hooks.example.com:${port}/`, post, strict(fakeDns('127.0.0.1'))),
-      (err: unknown) => err instanceof OutboundRefusedError && err.code === 'ADDRESS_NOT_ALLOWED' && /127\.0\.0\.1/.test(err.message))
+      (err: unknown) => err instanceof OutboundRefusedError && err.code === 'ADDRESS_NOT_ALLOWED' &&
+        err.message === `the address of hooks.example.com is not allowed (only public addresses are)`, 'the resolved address is never named')
     assert.equal(connections, before, 'no connection was made')
   })
 
   test('a name that resolves to a public and a metadata address is refused (no picking the safe one)', async () => {
     await assert.rejects(outboundRequest('https://hooks.example.com/', post, strict(fakeDns('93.184.216.34', '169.254.169.254'))),
-      (err: unknown) => err instanceof OutboundRefusedError && /169\.254\.169\.254/.test(err.message))
+      (err: unknown) => err instanceof OutboundRefusedError && !/169\.254|93\.184/.test(err.message))
   })
 
   test('localhost by name is refused with the real resolver', async () => {
