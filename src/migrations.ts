@@ -1,6 +1,6 @@
 /**
  * Every migration of the service, in order: the foundation's (src/db) and each area's own
- * (src/approvals, src/stats, src/events, src/caller/shaken, src/accounts, src/keys). Assembled here, above the areas, so that src/db imports no area. Versions are
+ * (src/approvals, src/stats, src/events, src/caller/shaken, src/accounts, src/keys, src/ledger). Assembled here, above the areas, so that src/db imports no area. Versions are
  * unique and consecutive; a gap or a duplicate stops the start, not a deployment halfway.
  */
 import { FOUNDATION_MIGRATIONS, type Migration } from './db/migrations.ts'
@@ -9,6 +9,7 @@ import { APPROVALS_MIGRATIONS } from './approvals/migrations.ts'
 import { SHAKEN_MIGRATIONS } from './caller/shaken/migrations.ts'
 import { EVENTS_MIGRATIONS } from './events/migrations.ts'
 import { KEYS_MIGRATIONS } from './keys/migrations.ts'
+import { LEDGER_MIGRATIONS } from './ledger/migrations.ts'
 import { STATS_MIGRATIONS } from './stats/migrations.ts'
 
 function inOrder(migrations: Migration[]): Migration[] {
@@ -19,4 +20,4 @@ function inOrder(migrations: Migration[]): Migration[] {
   return sorted
 }
 
-export const MIGRATIONS: readonly Migration[] = inOrder([...FOUNDATION_MIGRATIONS, ...STATS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...SHAKEN_MIGRATIONS, ...APPROVALS_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...KEYS_MIGRATIONS])
+export const MIGRATIONS: readonly Migration[] = inOrder([...FOUNDATION_MIGRATIONS, ...STATS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...SHAKEN_MIGRATIONS, ...APPROVALS_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...KEYS_MIGRATIONS, ...LEDGER_MIGRATIONS])

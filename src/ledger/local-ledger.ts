@@ -3,7 +3,7 @@ import { normalizeSuiAddress, toBase58 } from '@mysten/sui/utils'
 import { signalChange, type ChangeWatcher } from '../db/change-signal.ts'
 import { LEDGER_TOPIC, tag, tagged } from '../db/change-topics.ts'
 import type { Database, Executor } from '../db/engine.ts'
-import { NotFoundError, ForbiddenError } from '../errors.ts'
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors.ts'
 import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import { LocalKeystores } from './local-keystores.ts'
 import type { FeedPage, Keystore, KnsToken, Ledger, LedgerEvent, LedgerTransaction, SignatureVerdict } from './ledger.ts'
@@ -136,7 +136,12 @@ export class LocalLedger implements Ledger {
       // commits after a later-numbered one: approvals are recorded one at a time (PostgreSQL;
       // SQLite's writers take turns anyway). Per schema: each is a database of its own.
       if (tx.engine === 'postgres') await tx.run(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':kns-ledger-events'))`)
-      const digest = await this.#record(tx, from, [{ type: this.approvalEventType, sender: from, json: { object_id: token.objectId, ref } }])
+      // A token approves a ref once: the same signed body sent again (a replay, or a retry) is
+      // refused, as Sui refuses a transaction executed twice, and adds nothing to the feed.
+      const json = { object_id: token.objectId, ref }
+      const earlier = await tx.get<{ digest: string }>('SELECT digest FROM ledger_events WHERE type = $1 AND json = $2 LIMIT 1', [this.approvalEventType, JSON.stringify(json)])
+      if (earlier !== undefined) throw new ConflictError(`token ${token.objectId} already approved ref ${ref} (transaction ${earlier.digest})`, { field: 'ref' })
+      const digest = await this.#record(tx, from, [{ type: this.approvalEventType, sender: from, json }])
       return { digest }
     })
   }

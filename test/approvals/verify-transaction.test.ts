@@ -90,10 +90,34 @@ describe('POST /ledger/v1/approve + verify_transaction', () => {
     assertError(await post(h, '/ledger/v1/approve', { objectId, ref, signature: sig2 }), 403, 'FORBIDDEN')
   })
 
-  test('unknown token -> 404; malformed fields -> 400', async () => {
+  test('the same signed approve again (a replay) -> 409 naming the first transaction, and no second event; a cancelled request -> 409', async () => {
     const owner = new Ed25519Keypair()
-    assertError(await ledgerApprove(h, owner, randomObjectId(), randomApprovalNumber()), 404, 'NOT_FOUND', 'objectId')
     const { ref, objectId } = await eventApprovalFor(owner)
+    const { signature } = await owner.signPersonalMessage(new TextEncoder().encode(ledgerApproveMessage(objectId, ref)))
+    const first = await post(h, '/ledger/v1/approve', { objectId, ref, signature })
+    assert.equal(first.statusCode, 200, first.body)
+    const { digest } = first.json() as { digest: string }
+    for (let i = 0; i < 3; i++) {
+      const again = assertError(await post(h, '/ledger/v1/approve', { objectId, ref, signature }), 409, 'CONFLICT', 'ref')
+      assert.match(again.message as string, new RegExp(`already approved ref ${ref} \\(transaction ${digest}\\)`))
+    }
+    const feed = await localLedger(h).approvalEvents(null, 100_000)
+    assert.equal(feed.events.filter((e) => e.json.ref === ref).length, 1)
+
+    const cancelled = await eventApprovalFor(owner)
+    assert.equal((await post(h, '/numsys/approval-cancel', { approvalNumber: cancelled.ref })).statusCode, 200)
+    assertError(await ledgerApprove(h, owner, cancelled.objectId, cancelled.ref), 409, 'CONFLICT', 'ref')
+  })
+
+  test('a ref that is no approval request of this token -> 404, whatever the token; malformed fields -> 400', async () => {
+    const owner = new Ed25519Keypair()
+    assertError(await ledgerApprove(h, owner, randomObjectId(), randomApprovalNumber()), 404, 'NOT_FOUND', 'ref')
+    const { ref, objectId } = await eventApprovalFor(owner)
+    // Another token's request, signed by its own owner: the ref does not belong to this token.
+    const other = await ownedToken(h, owner)
+    assertError(await ledgerApprove(h, owner, other.objectId, ref), 404, 'NOT_FOUND', 'ref')
+    const feed = await localLedger(h).approvalEvents(null, 100_000)
+    assert.ok(!feed.events.some((e) => e.json.ref === ref), 'nothing was recorded')
     const url = '/ledger/v1/approve'
     const unknownScheme = Buffer.from([0x09, ...new Uint8Array(96)]).toString('base64')
     assertError(await post(h, url, { objectId, ref, signature: unknownScheme }), 400, 'INVALID_REQUEST', 'signature')
@@ -125,7 +149,8 @@ describe('verify_transaction: failures', () => {
     const owner = new Ed25519Keypair()
     const { ref } = await eventApprovalFor(owner)
     const otherToken = await ownedToken(h, owner)
-    const digest = await ledgerDigest(owner, otherToken.objectId, ref)
+    // The route refuses a ref of another token; on Sui the Move call would not: made on the ledger itself.
+    const { digest } = await localLedger(h).approve(otherToken.objectId, ref, owner.toSuiAddress())
     assertVerdict(await verifyTransaction(h, ref, digest), 'EVENT_MISSING')
   })
 
