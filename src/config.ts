@@ -118,6 +118,8 @@ export interface Config {
    * ranges (CIDR, or proxy-addr's `loopback`, `linklocal`, `uniquelocal`).
    */
   trustProxy: false | number | string[]
+  /** HSTS_MAX_AGE_S: Strict-Transport-Security on every answer when PUBLIC_BASE_URL is https; 0: none (the proxy sends it). */
+  hstsMaxAgeS: number
   /** Seconds a ledger read for an owner may be reused when LEDGER=sui. */
   ledgerCacheTtlS: number
   /** Oldest acceptable PASSporT `iat`, in seconds (RFC 8224 recommends 60); 0 turns the check off. */
@@ -341,6 +343,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),
     trustProxy: trustProxySetting(env.TRUST_PROXY),
+    hstsMaxAgeS: int(env, 'HSTS_MAX_AGE_S', 31_536_000, 0, 63_072_000),
     ledgerCacheTtlS: int(env, 'LEDGER_CACHE_TTL_S', 2, 0, 3600),
     callMaxAgeS: int(env, 'CALL_MAX_AGE_S', 60, 0, 86_400),
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),

@@ -72,8 +72,13 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   useJsonParser(app)
   app.decorateRequest('apiKey', null)
   // Callback style: hooks run on every request, and an async one costs a promise each time.
+  const hsts = service.config.hstsMaxAgeS > 0 && service.config.publicBaseUrl.startsWith('https:') ? `max-age=${service.config.hstsMaxAgeS}` : null
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
+    // Answers carry phone numbers, addresses and capabilities: no cache keeps them unless a
+    // route says otherwise (the public statistics, the pages' assets).
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store')
+    if (hsts !== null) reply.header('strict-transport-security', hsts)
     done(null, payload)
   })
 

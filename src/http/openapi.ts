@@ -1,5 +1,4 @@
 import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { Service } from '../service.ts'
 
@@ -14,7 +13,7 @@ const DESCRIPTION = `Phone-number identity on the Sui ledger.
 * **Approval states**: \`pending\` -> \`approved\` | \`cancelled\`; a pending request becomes
   \`expired\` at \`expiresAt\`. Only the token's owner can approve.`
 
-/** OpenAPI 3.1 at /openapi.json, generated from the route schemas; reference page at /docs (assets served locally). */
+/** OpenAPI 3.1 at /openapi.json, generated from the route schemas (the reference page at /docs draws it). */
 export async function registerOpenApi(app: FastifyInstance, service: Service): Promise<void> {
   await app.register(swagger, {
     openapi: {
@@ -33,6 +32,9 @@ export async function registerOpenApi(app: FastifyInstance, service: Service): P
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   })
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } })
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // One address for the document; the reference page that draws it is /docs (web/docs/, src/http/routes/pages.ts).
+  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
+    reply.header('cache-control', 'no-cache')
+    return app.swagger()
+  })
 }

@@ -120,13 +120,18 @@ describe('OpenAPI', () => {
     assert.match(JSON.stringify(doc.paths['/numsys/approval-phone'].post.responses), /#\/components\/schemas\//)
   })
 
-  test('/docs serves the reference page without a CDN', async () => {
-    const res = await h.app.inject({ method: 'GET', url: '/docs/' })
-    assert.ok([200, 302].includes(res.statusCode), String(res.statusCode))
-    const page = res.statusCode === 302 ? await get(String(res.headers.location)) : res
-    assert.equal(page.statusCode, 200)
-    assert.match(page.body, /<html/i)
-    assert.doesNotMatch(page.body, /https?:\/\/(cdn|unpkg|cdnjs|jsdelivr)/i)
+  test('/docs serves the reference page: the pages\' strict CSP, no framing, nothing from elsewhere, one document address', async () => {
+    const res = await get('/docs')
+    assert.equal(res.statusCode, 200)
+    assert.match(res.body, /<html/i)
+    assert.match(String(res.headers['content-security-policy']), /default-src 'none'.*frame-ancestors 'none'/)
+    assert.equal(res.headers['x-frame-options'], 'DENY')
+    assert.doesNotMatch(res.body, /https?:\/\/(cdn|unpkg|cdnjs|jsdelivr)/i)
+    assert.doesNotMatch(res.body, /swagger|fastify/i)
+    const old = await get('/docs/')
+    assert.equal(old.statusCode, 301)
+    assert.equal(old.headers.location, '/docs')
+    assert.equal((await get('/docs/json')).statusCode, 404, 'the document has one address: /openapi.json')
   })
 })
 

@@ -20,6 +20,7 @@ export const DIST_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..'
 /** Path -> built HTML. A new page is a web/<name>/index.html (a Vite entry) and a line here. */
 export const PAGES: ReadonlyArray<{ path: string; file: string }> = [
   { path: '/approve', file: 'approve/index.html' },
+  { path: '/docs', file: 'docs/index.html' },
   { path: '/', file: 'explorer/index.html' },
 ]
 
@@ -153,6 +154,8 @@ export async function pageRoutes(app: FastifyInstance, { service, distDir = DIST
   const built = [...PAGES.map((page) => page.file), LOGIN_PAGE_FILE].every((file) => existsSync(join(distDir, file)))
   if (!built) app.log.warn({ distDir }, 'web pages are not built (npm run build:web); their paths answer 503')
   for (const page of PAGES) app.get(page.path, { schema: { hide: true } }, pageHandler(service, page.file, distDir))
+  // Where Swagger UI used to answer: the same page, at its one address.
+  app.get('/docs/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 301))
 
   const assets = new Map<string, Asset>()
   const assetDir = join(distDir, 'assets')

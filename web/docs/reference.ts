@@ -1,0 +1,236 @@
+/**
+ * The API reference, drawn from the service's own OpenAPI 3.1 document (`/openapi.json`, made
+ * from the route schemas): every operation by tag, its parameters, body and answers, with the
+ * descriptions' Markdown subset (paragraphs, `- ` and `* ` lists, indented code, `code`, **bold**).
+ * Everything is built with createElement and textContent: nothing in the document becomes HTML.
+ */
+
+import { anchorOf } from './anchor.ts'
+
+type Schema = Record<string, unknown> & {
+  type?: string | string[]
+  properties?: Record<string, Schema>
+  required?: string[]
+  items?: Schema
+  anyOf?: Schema[]
+  oneOf?: Schema[]
+  allOf?: Schema[]
+  $ref?: string
+  description?: string
+}
+
+interface Parameter { name: string; in: string; required?: boolean; description?: string; schema?: Schema }
+interface Operation {
+  summary?: string
+  description?: string
+  tags?: string[]
+  operationId?: string
+  parameters?: Parameter[]
+  security?: unknown[]
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: Schema }> }
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: Schema }> }>
+}
+export interface OpenApiDocument {
+  info: { title: string; version: string; description?: string }
+  tags?: Array<{ name: string; description?: string }>
+  paths: Record<string, Record<string, Operation>>
+  components?: { schemas?: Record<string, Schema> }
+}
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const
+/** Nested schemas deeper than this are summarized: a reference, not a schema browser. */
+const MAX_DEPTH = 6
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, options: { className?: string; text?: string; id?: string } = {}, ...children: Array<Node | string>): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag)
+  if (options.className) node.className = options.className
+  if (options.id) node.id = options.id
+  if (options.text !== undefined) node.textContent = options.text
+  node.append(...children)
+  return node
+}
+
+/** `code` and **bold** within a line, as nodes. */
+export function inline(text: string): Node[] {
+  const nodes: Node[] = []
+  for (const [i, part] of text.split('`').entries()) {
+    if (i % 2 === 1) {
+      nodes.push(h('code', { text: part }))
+      continue
+    }
+    for (const [j, piece] of part.split('**').entries()) {
+      if (piece === '') continue
+      nodes.push(j % 2 === 1 ? h('strong', { text: piece }) : document.createTextNode(piece))
+    }
+  }
+  return nodes
+}
+
+/** The descriptions' Markdown subset, as block nodes. */
+export function markdown(text: string): Node[] {
+  const blocks: Node[] = []
+  for (const chunk of text.split(/\n\s*\n/)) {
+    const lines = chunk.split('\n')
+    if (lines.every((l) => /^ {4}/.test(l) || l.trim() === '')) {
+      const pre = h('pre', {}, h('code', { text: lines.map((l) => l.slice(4)).join('\n') }))
+      // It may scroll sideways on a phone: reachable by keyboard too.
+      pre.tabIndex = 0
+      blocks.push(pre)
+    } else if (/^\s*[-*] /.test(lines[0]!)) {
+      // Items start with a mark; other lines continue the item before.
+      const items: string[] = []
+      for (const line of lines) {
+        if (/^\s*[-*] /.test(line)) items.push(line.replace(/^\s*[-*] /, ''))
+        else items[items.length - 1] += ` ${line.trim()}`
+      }
+      blocks.push(h('ul', {}, ...items.map((item) => h('li', {}, ...inline(item)))))
+    } else {
+      blocks.push(h('p', {}, ...inline(chunk.replace(/\n/g, ' '))))
+    }
+  }
+  return blocks
+}
+
+function resolve(schema: Schema, doc: OpenApiDocument): Schema {
+  const ref = schema.$ref
+  if (typeof ref !== 'string') return schema
+  const name = ref.split('/').at(-1) ?? ''
+  return doc.components?.schemas?.[name] ?? { description: `(${ref})` }
+}
+
+/** A schema's type in a few words: `string`, `array of object`, `integer | null`. */
+export function typeLabel(schema: Schema, doc: OpenApiDocument): string {
+  const s = resolve(schema, doc)
+  const variants = s.anyOf ?? s.oneOf
+  if (variants) return variants.map((v) => typeLabel(v, doc)).join(' | ')
+  if ('const' in s) return JSON.stringify(s.const)
+  if (Array.isArray(s.type)) return s.type.join(' | ')
+  if (s.type === 'array' && s.items) return `array of ${typeLabel(s.items, doc)}`
+  return s.type ?? (s.properties ? 'object' : 'any')
+}
+
+/** What a value must be, beyond its type: lengths, ranges, enumerations, format. Patterns are left to the document. */
+export function rules(schema: Schema): string[] {
+  const out: string[] = []
+  const n = (key: string) => (typeof schema[key] === 'number' ? schema[key] as number : undefined)
+  const [minL, maxL, min, max, minI, maxI] = [n('minLength'), n('maxLength'), n('minimum'), n('maximum'), n('minItems'), n('maxItems')]
+  if (minL !== undefined || maxL !== undefined) out.push(minL === maxL ? `exactly ${minL} characters` : `${minL ?? 0}-${maxL ?? '∞'} characters`)
+  if (min !== undefined || max !== undefined) out.push(`${min ?? '-∞'} to ${max ?? '∞'}`)
+  if (minI !== undefined || maxI !== undefined) out.push(`${minI ?? 0}-${maxI ?? '∞'} items`)
+  if (Array.isArray(schema.enum)) out.push(`one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`)
+  if (typeof schema.format === 'string') out.push(`format ${schema.format}`)
+  if (typeof schema.pattern === 'string' && schema.pattern.length <= 40) out.push(`pattern ${schema.pattern}`)
+  return out
+}
+
+function fieldItem(name: string | null, schema: Schema, required: boolean, doc: OpenApiDocument, depth: number): HTMLLIElement {
+  const s = resolve(schema, doc)
+  const head = h('div', { className: 'field-head' })
+  if (name !== null) head.append(h('code', { text: name }))
+  head.append(h('span', { className: 'type', text: typeLabel(s, doc) }))
+  if (required) head.append(h('span', { className: 'required', text: 'required' }))
+  const item = h('li', {}, head)
+  if (s.description) item.append(h('p', {}, ...inline(s.description)))
+  const constraints = rules(s)
+  if (constraints.length > 0) item.append(h('p', { className: 'rules', text: constraints.join(' · ') }))
+  const nested = schemaFields(s.type === 'array' && s.items ? resolve(s.items, doc) : s, doc, depth + 1)
+  if (nested !== null) item.append(nested)
+  return item
+}
+
+/** An object's fields (or a union's variants) as a list; null when there is nothing inside to show. */
+export function schemaFields(schema: Schema, doc: OpenApiDocument, depth = 0): HTMLUListElement | null {
+  if (depth > MAX_DEPTH) return null
+  const s = resolve(schema, doc)
+  const variants = (s.anyOf ?? s.oneOf)?.map((v) => resolve(v, doc)).filter((v) => v.properties)
+  if (variants && variants.length > 0) {
+    return h('ul', { className: 'fields' }, ...variants.map((v, i) => fieldItem(`variant ${i + 1}`, v, false, doc, depth)))
+  }
+  const properties = Object.entries(s.properties ?? {})
+  if (properties.length === 0) return null
+  const required = new Set(s.required ?? [])
+  return h('ul', { className: 'fields' }, ...properties.map(([name, p]) => fieldItem(name, p, required.has(name), doc, depth)))
+}
+
+function bodySchema(content: Record<string, { schema?: Schema }> | undefined): Schema | undefined {
+  return content?.['application/json']?.schema ?? Object.values(content ?? {})[0]?.schema
+}
+
+function operationCard(method: string, path: string, op: Operation, doc: OpenApiDocument): HTMLElement {
+  const card = h('article', { className: 'op', id: anchorOf(method, path) })
+  card.append(h('h3', {}, h('span', { className: `method method-${method}`, text: method.toUpperCase() }), h('code', { text: path })))
+  if (op.summary) card.append(h('p', { className: 'summary' }, ...inline(op.summary)))
+  if (op.security && op.security.length > 0) card.append(h('span', { className: 'auth', text: 'needs an x-api-key' }))
+  if (op.description) card.append(h('div', { className: 'op-text' }, ...markdown(op.description)))
+  const params = op.parameters ?? []
+  for (const where of ['path', 'query', 'header'] as const) {
+    const here = params.filter((p) => p.in === where)
+    if (here.length === 0) continue
+    card.append(h('h4', { text: `${where[0]!.toUpperCase()}${where.slice(1)} parameters` }),
+      h('ul', { className: 'fields' }, ...here.map((p) => fieldItem(p.name, { ...(p.schema ?? {}), ...(p.description ? { description: p.description } : {}) }, p.required === true, doc, 0))))
+  }
+  const body = bodySchema(op.requestBody?.content)
+  if (body) {
+    card.append(h('h4', { text: `Request body (${typeLabel(body, doc)})` }))
+    const fields = schemaFields(body, doc)
+    if (fields) card.append(fields)
+    else if (body.description) card.append(h('p', {}, ...inline(body.description)))
+  }
+  const responses = Object.entries(op.responses ?? {})
+  if (responses.length > 0) {
+    card.append(h('h4', { text: 'Answers' }))
+    for (const [status, answer] of responses) {
+      const schema = bodySchema(answer.content)
+      const label = status === '4XX' ? 'client errors, in the service\'s error shape' : status === '5XX' ? 'server errors, in the error shape'
+        : answer.description && answer.description !== 'Default Response' ? answer.description : ''
+      const summary = h('summary', {}, h('span', { className: 'status', text: status }), ` ${schema ? typeLabel(schema, doc) : 'no body'}${label ? ` · ${label}` : ''}`)
+      const box = h('details', { className: 'response' }, summary)
+      const fields = schema ? schemaFields(schema, doc) : null
+      if (fields) box.append(fields)
+      else box.append(h('p', { className: 'rules', text: schema?.description ?? 'Nothing more to show.' }))
+      card.append(box)
+    }
+  }
+  return card
+}
+
+/** The operations by tag, in the document's tag order (then any other tag, then untagged). */
+export function groupByTag(doc: OpenApiDocument): Array<{ tag: string; description?: string; ops: Array<{ method: string; path: string; op: Operation }> }> {
+  const groups = new Map<string, Array<{ method: string; path: string; op: Operation }>>()
+  for (const t of doc.tags ?? []) groups.set(t.name, [])
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of METHODS) {
+      const op = item[method]
+      if (op === undefined) continue
+      const tag = op.tags?.[0] ?? 'other'
+      if (!groups.has(tag)) groups.set(tag, [])
+      groups.get(tag)!.push({ method, path, op })
+    }
+  }
+  const described = new Map((doc.tags ?? []).map((t) => [t.name, t.description]))
+  return [...groups].filter(([, ops]) => ops.length > 0).map(([tag, ops]) => ({ tag, ...(described.get(tag) ? { description: described.get(tag)! } : {}), ops }))
+}
+
+/** Draws the whole reference into `main` and its contents into `contents`. */
+export function renderReference(doc: OpenApiDocument, main: HTMLElement, contents: HTMLElement): void {
+  const intro = h('section', { className: 'intro' }, h('h1', { text: doc.info.title }), h('p', { className: 'tag-text', text: `Version ${doc.info.version}` }))
+  if (doc.info.description) intro.append(...markdown(doc.info.description))
+  const parts: Node[] = [intro]
+  const nav: Node[] = []
+  for (const group of groupByTag(doc)) {
+    const id = `tag-${group.tag.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase()}`
+    const section = h('section', { id }, h('h2', { className: 'tag-heading', text: group.tag }))
+    if (group.description) section.append(h('p', { className: 'tag-text' }, ...inline(group.description)))
+    section.append(...group.ops.map(({ method, path, op }) => operationCard(method, path, op, doc)))
+    parts.push(section)
+    const links = group.ops.map(({ method, path, op }) => {
+      const link = h('a', {}, h('span', { className: `method method-${method}`, text: method.toUpperCase() }), h('span', {}, ...inline(op.summary ?? path)))
+      link.href = `#${anchorOf(method, path)}`
+      link.title = path
+      return h('li', {}, link)
+    })
+    nav.push(h('h2', { text: group.tag }), h('ul', {}, ...links))
+  }
+  main.replaceChildren(...parts)
+  contents.replaceChildren(...nav)
+}
