@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { ConfigError } from './errors.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from './lib/zklogin-limits.ts'
@@ -128,6 +128,16 @@ export interface Config {
   requestTimeoutMs: number
   /** A request's headers (and a new connection's first request) within this many ms. */
   headersTimeoutMs: number
+  /** MAX_CONNECTIONS: open client connections at most (admission control, src/http/admission.ts). */
+  maxConnections: number
+  /** MAX_CONNECTIONS_PER_IP: open connections per client address (not counting trusted proxies). */
+  maxConnectionsPerIp: number
+  /** MAX_IN_FLIGHT: requests worked on at once; more wait in a queue. */
+  maxInFlight: number
+  /** QUEUE_BUDGET_MS: longest wait in that queue before a 503 (0: no queue). */
+  queueBudgetMs: number
+  /** KEEP_ALIVE_BUSY_MS: idle keep-alive while more than half of MAX_CONNECTIONS are open. */
+  keepAliveBusyMs: number
   /** An idle keep-alive connection is closed after this many ms. */
   keepAliveTimeoutMs: number
   /** PostgreSQL: longest wait for a connection. */
@@ -174,6 +184,22 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`)
   }
   return raw
+}
+
+/**
+ * MAX_CONNECTIONS by default: 80 % of the process's descriptor limit (its soft RLIMIT_NOFILE,
+ * from /proc/self/limits), less 100 kept for the database pool, the ledger, webhooks and files;
+ * at most 10 000. 1 000 where the limit cannot be read.
+ */
+export function defaultMaxConnections(limitsFile = '/proc/self/limits'): number {
+  try {
+    const line = readFileSync(limitsFile, 'utf8').split('\n').find((l) => l.startsWith('Max open files'))
+    const soft = Number(line?.trim().split(/\s+/)[3])
+    if (!Number.isFinite(soft) || soft <= 0) return 1000
+    return Math.max(16, Math.min(10_000, Math.floor(soft * 0.8) - 100))
+  } catch {
+    return 1000
+  }
 }
 
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
@@ -349,6 +375,11 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     headersTimeoutMs: int(env, 'HEADERS_TIMEOUT_MS', 5_000, 100, 600_000),
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 600_000),
+    maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(), 1, 1_000_000),
+    maxConnectionsPerIp: int(env, 'MAX_CONNECTIONS_PER_IP', 256, 1, 1_000_000),
+    maxInFlight: int(env, 'MAX_IN_FLIGHT', 64, 1, 100_000),
+    queueBudgetMs: int(env, 'QUEUE_BUDGET_MS', 100, 0, 60_000),
+    keepAliveBusyMs: int(env, 'KEEP_ALIVE_BUSY_MS', 5_000, 100, 600_000),
     databaseConnectTimeoutMs: int(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 1, 3_600_000),
     databaseQueryTimeoutMs: env.DATABASE_QUERY_TIMEOUT_MS ? int(env, 'DATABASE_QUERY_TIMEOUT_MS', 0, 0, 3_600_000) : undefined,
     redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 250, 1, 60_000),

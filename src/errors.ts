@@ -71,6 +71,17 @@ export class RateLimitedError extends KnsError {
   }
 }
 
+/** Admission control refused the connection or request: the server is at its limit (src/http/admission.ts). */
+export class OverloadedError extends KnsError {
+  override readonly code = 'OVERLOADED'
+  override readonly status = 503
+  readonly retryAfterS: number
+  constructor(message: string, retryAfterS: number) {
+    super(message)
+    this.retryAfterS = retryAfterS
+  }
+}
+
 /** The ledger could not be reached or answered garbage: not the caller's fault. */
 export class LedgerUnavailableError extends KnsError {
   override readonly code = 'LEDGER_UNAVAILABLE'

@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   LEDGER_UNSUPPORTED: { status: 501, meaning: 'the configured ledger cannot do this (e.g. mint on Sui)' },
   LEDGER_UNAVAILABLE: { status: 503, meaning: 'the ledger did not answer, answered an error, or not in time: retry' },
   PROVER_UNAVAILABLE: { status: 503, meaning: 'the zkLogin prover (ZKLOGIN_PROVER_URL) did not answer, answered an error, or not in time: retry' },
+  OVERLOADED: { status: 503, meaning: 'the server is at its limit of connections or requests in flight (admission control): retry after `Retry-After`' },
   DATABASE_UNAVAILABLE: { status: 503, meaning: 'the database cannot be reached: retry (see `Retry-After`)' },
   INVALID_CONFIG: { status: 500, meaning: 'CLI and start-up: a configuration value is not valid (the variable is named)', http: false },
 } as const satisfies Record<string, { status: number; meaning: string; http?: false }>

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { BlockList, isIP } from 'node:net'
+import { Admission, useAdmission } from './admission.ts'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Service } from '../service.ts'
 import { registerErrorHandling } from './errors.ts'
@@ -45,6 +47,30 @@ function proxyTrust(setting: false | number | string[]): false | string[] | ((ad
   return setting
 }
 
+const NAMED_RANGES: Record<string, Array<[string, number, 'ipv4' | 'ipv6']>> = {
+  loopback: [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']],
+  linklocal: [['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']],
+  uniquelocal: [['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['fc00::', 7, 'ipv6']],
+}
+
+/** Whether a socket's peer is one of TRUST_PROXY's addresses or ranges (the same list Fastify is given). */
+function proxyRanges(entries: string[]): (address: string) => boolean {
+  const list = new BlockList()
+  for (const entry of entries) {
+    for (const [network, prefix, family] of NAMED_RANGES[entry] ?? []) list.addSubnet(network, prefix, family)
+    if (NAMED_RANGES[entry] !== undefined) continue
+    const [address, prefix] = entry.split('/') as [string, string | undefined]
+    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
+    if (prefix === undefined) list.addAddress(address, family)
+    else list.addSubnet(address, Number(prefix), family)
+  }
+  return (address) => {
+    const plain = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address
+    const family = isIP(plain)
+    return family !== 0 && list.check(plain, family === 6 ? 'ipv6' : 'ipv4')
+  }
+}
+
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
   const logger = options.logger === false ? false : {
     level: service.config.logLevel,
@@ -66,6 +92,18 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     ...transportOptions(service.config, (path, method) => guardOf(path, method)),
   })
   const guardOf: GuardOf = trackRouteGuards(app)
+  const { config } = service
+  const trust = proxyTrust(config.trustProxy)
+  const admission = new Admission({
+    maxConnections: config.maxConnections, maxConnectionsPerIp: config.maxConnectionsPerIp, maxInFlight: config.maxInFlight,
+    queueBudgetMs: config.queueBudgetMs, busyKeepAliveMs: config.keepAliveBusyMs, keepAliveMs: config.keepAliveTimeoutMs,
+  }, {
+    loginPath: service.accounts.provider.mountPath,
+    // A trusted proxy carries many clients on its connections: only clients' own are capped per address.
+    trustedPeer: typeof trust === 'function' ? () => true : trust === false ? () => false : proxyRanges(trust),
+  })
+  // First of all hooks: a request refused here costs no parsing, no key check, nothing.
+  useAdmission(app, admission)
   app.addHook('onRequest', requireHost)
   // JSON only: without this, Fastify would accept text/plain bodies as strings.
   app.removeContentTypeParser('text/plain')
@@ -91,7 +129,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     done()
   })
   await registerOpenApi(app, service)
-  registerObservability(app, service)
+  registerObservability(app, service, admission)
   service.accounts.useLogger(app.log)
   await app.register(identityRoutes, { service })
   await app.register(approvalRoutes, { service })

@@ -1,5 +1,7 @@
 /** The service's one error shape (ErrorBody in the OpenAPI document), for every error answer. */
-import type { ErrorCode } from '../errors.ts'
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { ErrorCode, KnsError } from '../errors.ts'
 
 export interface ErrorBody { success: false; code: ErrorCode; error: string; message: string; field?: string; requestId: string }
 
@@ -7,4 +9,15 @@ export function errorBody(code: ErrorCode, text: string, requestId: string, fiel
   const body: ErrorBody = { success: false, code, error: text, message: text, requestId }
   if (field !== undefined) body.field = field
   return body
+}
+
+/**
+ * A whole HTTP/1.1 response in the error shape, for a socket that has no request object to
+ * answer through (a parser error, a connection refused before any request); it closes the connection.
+ */
+export function rawErrorResponse(err: KnsError): string {
+  const body = JSON.stringify(errorBody(err.code, err.message, randomUUID()))
+  const retryAfter = 'retryAfterS' in err && typeof err.retryAfterS === 'number' ? `Retry-After: ${err.retryAfterS}\r\n` : ''
+  return `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${retryAfter}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
 }

@@ -4,12 +4,10 @@
  * not decode), a known path asked with the wrong method (405 with Allow), and the server's
  * timeouts, which end slow clients within seconds instead of Node's minutes.
  */
-import { randomUUID } from 'node:crypto'
-import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest, FastifyReply, FastifyServerOptions } from 'fastify'
-import { HeadersTooLargeError, KnsError, MethodNotAllowedError, RateLimitedError, RequestTimeoutError, ValidationError } from '../errors.ts'
-import { errorBody } from './error-body.ts'
+import { HeadersTooLargeError, KnsError, MethodNotAllowedError, OverloadedError, RateLimitedError, RequestTimeoutError, ValidationError } from '../errors.ts'
+import { errorBody, rawErrorResponse } from './error-body.ts'
 
 export interface TransportLimits {
   /** Whole request, headers and body, from its first byte (Node's requestTimeout). */
@@ -23,20 +21,13 @@ export interface TransportLimits {
 /** How often Node looks for requests past their timeouts (its default, 30 s, is the slack measured as 64 s for 60 s). */
 const TIMEOUT_CHECK_INTERVAL_MS = 1000
 
-/** A whole response for a socket that has no request object to answer through. */
-function errorResponse(err: KnsError): string {
-  const body = JSON.stringify(errorBody(err.code, err.message, randomUUID()))
-  return `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-}
-
 /** Node's HTTP parser failed on a request, or a client was too slow: answer in our shape, then close. */
 function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   let response: string
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') response = errorResponse(new RequestTimeoutError('the request was not received in time'))
-  else if (err.code === 'HPE_HEADER_OVERFLOW') response = errorResponse(new HeadersTooLargeError('request headers are too large'))
-  else response = errorResponse(new ValidationError('malformed HTTP request'))
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') response = rawErrorResponse(new RequestTimeoutError('the request was not received in time'))
+  else if (err.code === 'HPE_HEADER_OVERFLOW') response = rawErrorResponse(new HeadersTooLargeError('request headers are too large'))
+  else response = rawErrorResponse(new ValidationError('malformed HTTP request'))
   // A response already under way on this socket cannot be followed by another.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
   if (socket.writable && inFlight?.headersSent !== true) socket.end(response)
@@ -67,7 +58,7 @@ export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () 
       // app's error handler is not in reach: the body is written here.
       const send = (failure: KnsError) => {
         reply.status(failure.status).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
-        if (failure instanceof RateLimitedError) reply.header('retry-after', String(failure.retryAfterS))
+        if (failure instanceof RateLimitedError || failure instanceof OverloadedError) reply.header('retry-after', String(failure.retryAfterS))
         if (failure instanceof MethodNotAllowedError) reply.header('allow', failure.allow.join(', '))
         reply.send(JSON.stringify(errorBody(failure.code, failure.message, String(request.id))))
       }

@@ -1,0 +1,219 @@
+/**
+ * Admission control (issue "Production under pressure", items 1 and 2), each defect as it was
+ * measured, on a real listening server: one keyless client's idle keep-alive connections, the
+ * server's connection cap, a 401/429 that kept the connection, and requests past the in-flight
+ * bound answered 503 with Retry-After while /healthz and /readyz still answer.
+ */
+import assert from 'node:assert/strict'
+import { connect, type Socket } from 'node:net'
+import { after, describe, test } from 'node:test'
+import Fastify from 'fastify'
+import { Admission, priorityOf, useAdmission } from '../../src/http/admission.ts'
+import { errorBody } from '../../src/http/error-body.ts'
+import { OverloadedError } from '../../src/errors.ts'
+import { startHarness, type Harness } from '../helpers.ts'
+
+/** A raw HTTP/1.1 connection from `localAddress` that sends one request and reads one answer, then stays open (keep-alive). */
+async function idleClient(port: number, localAddress = '127.0.0.1', path = '/healthz'): Promise<{ socket: Socket; answer: string }> {
+  const socket = connect({ host: '127.0.0.1', port, localAddress })
+  socket.setEncoding('utf8')
+  await new Promise<void>((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject) })
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: kns\r\n\r\n`)
+  const answer = await new Promise<string>((resolve) => {
+    let data = ''
+    const onData = (chunk: string) => {
+      data += chunk
+      const end = data.indexOf('\r\n\r\n')
+      if (end >= 0 && data.length >= end + 4 + Number(/content-length: (\d+)/i.exec(data)?.[1] ?? 0)) {
+        socket.off('data', onData)
+        resolve(data)
+      }
+    }
+    socket.on('data', onData)
+    socket.once('close', () => resolve(data))
+  })
+  socket.on('error', () => {})
+  return { socket, answer }
+}
+
+async function listening(env: Record<string, string>): Promise<{ h: Harness; port: number }> {
+  const h = await startHarness(env)
+  await h.app.listen({ host: '127.0.0.1', port: 0 })
+  const address = h.app.server.address()
+  return { h, port: typeof address === 'object' && address !== null ? address.port : 0 }
+}
+
+const opened: Socket[] = []
+after(() => { for (const s of opened) s.destroy() })
+
+describe('connections', () => {
+  test('one address\'s idle keep-alive connections stop at MAX_CONNECTIONS_PER_IP (503 in the error shape); other clients still get in', async () => {
+    const { h, port } = await listening({ MAX_CONNECTIONS_PER_IP: '20', MAX_CONNECTIONS: '200' })
+    try {
+      const flood = []
+      for (let i = 0; i < 20; i++) flood.push(await idleClient(port, '127.0.0.3'))
+      opened.push(...flood.map((c) => c.socket))
+      assert.ok(flood.every((c) => c.answer.startsWith('HTTP/1.1 200')))
+      const refused = await idleClient(port, '127.0.0.3')
+      assert.match(refused.answer, /^HTTP\/1\.1 503/)
+      assert.match(refused.answer, /retry-after: 1/i)
+      assert.equal(JSON.parse(refused.answer.slice(refused.answer.indexOf('\r\n\r\n') + 4)).code, 'OVERLOADED')
+      // Another client address is not affected.
+      const other = await idleClient(port, '127.0.0.4', '/readyz')
+      opened.push(other.socket)
+      assert.match(other.answer, /^HTTP\/1\.1 200/)
+    } finally {
+      for (const s of opened.splice(0)) s.destroy()
+      await h.close()
+    }
+  })
+
+  test('near MAX_CONNECTIONS idle keep-alive connections are closed to make room, and newcomers get in', async () => {
+    const { h, port } = await listening({ MAX_CONNECTIONS: '30', MAX_CONNECTIONS_PER_IP: '1000' })
+    try {
+      const idle = []
+      for (let i = 0; i < 40; i++) idle.push(await idleClient(port, `127.0.1.${i + 1}`))
+      opened.push(...idle.map((c) => c.socket))
+      assert.ok(idle.every((c) => c.answer.startsWith('HTTP/1.1 200')), 'every newcomer was served')
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      assert.ok(idle.filter((c) => c.socket.readyState === 'open').length <= 30, 'idle ones were closed by the server to stay under the cap')
+      // Past half the cap, idle keep-alive is short.
+      assert.ok(idle.some((c) => /keep-alive: timeout=5\b/i.test(c.answer)), 'KEEP_ALIVE_BUSY_MS offered while over half full')
+    } finally {
+      for (const s of opened.splice(0)) s.destroy()
+      await h.close()
+    }
+  })
+
+  test('at MAX_CONNECTIONS with every connection busy, the newcomer is refused 503 at once, and gets in once one closes', async () => {
+    const { h, port } = await listening({ MAX_CONNECTIONS: '10', MAX_CONNECTIONS_PER_IP: '1000' })
+    try {
+      // Connections in the middle of sending a request: not idle, nothing to reclaim.
+      const busy: Socket[] = []
+      for (let i = 0; i < 10; i++) {
+        const socket = connect({ host: '127.0.0.1', port, localAddress: `127.0.3.${i + 1}` })
+        socket.on('error', () => {})
+        await new Promise((resolve) => socket.once('connect', resolve))
+        socket.write('GET /healthz HTTP/1.1\r\nHost: kns\r\n')
+        busy.push(socket)
+      }
+      opened.push(...busy)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const refused = await idleClient(port, '127.0.4.1')
+      assert.match(refused.answer, /^HTTP\/1\.1 503/)
+      assert.equal(JSON.parse(refused.answer.slice(refused.answer.indexOf('\r\n\r\n') + 4)).code, 'OVERLOADED')
+      busy[0]!.destroy()
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const retry = await idleClient(port, '127.0.4.1')
+      opened.push(retry.socket)
+      assert.match(retry.answer, /^HTTP\/1\.1 200/)
+    } finally {
+      for (const s of opened.splice(0)) s.destroy()
+      await h.close()
+    }
+  })
+
+  test('a 401 closes the connection (it used to stay open for the next try)', async () => {
+    const { h, port } = await listening({})
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/numsys/object-id-lookup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      assert.equal(res.status, 401)
+      assert.equal(res.headers.get('connection'), 'close')
+    } finally {
+      await h.close()
+    }
+  })
+})
+
+describe('requests in flight', () => {
+  /** A small app with the service's admission and a route that holds its slot until released. */
+  async function app(limits: { maxInFlight: number; queueBudgetMs: number }) {
+    const admission = new Admission({ maxConnections: 1000, maxConnectionsPerIp: 1000, busyKeepAliveMs: 5000, keepAliveMs: 72_000, ...limits },
+      { loginPath: '/oidc', trustedPeer: () => false })
+    const server = Fastify()
+    useAdmission(server, admission)
+    server.setErrorHandler((err, request, reply) => {
+      if (err instanceof OverloadedError) return reply.status(503).header('retry-after', String(err.retryAfterS)).send(errorBody(err.code, err.message, String(request.id)))
+      return reply.send(err)
+    })
+    const held: Array<() => void> = []
+    const slow = async () => { await new Promise<void>((resolve) => held.push(resolve)); return { ok: true } }
+    server.post('/numsys/call-signature-verification', slow)
+    server.get('/api/v1/UsageGraph/global-public-stats', slow)
+    server.get('/healthz', async () => ({ status: 'ok' }))
+    server.get('/metrics', async () => 'metrics')
+    await server.listen({ host: '127.0.0.1', port: 0 })
+    const address = server.server.address()
+    const base = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+    return { admission, server, held, base, release: () => { for (const r of held.splice(0)) r() } }
+  }
+
+  test('past MAX_IN_FLIGHT a request waits QUEUE_BUDGET_MS at most, then 503 OVERLOADED with Retry-After; /healthz always answers', async () => {
+    const a = await app({ maxInFlight: 2, queueBudgetMs: 100 })
+    try {
+      const busy = [1, 2].map(() => fetch(`${a.base}/numsys/call-signature-verification`, { method: 'POST' }))
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.equal(a.admission.inFlight, 2)
+      const started = performance.now()
+      const shed = await fetch(`${a.base}/numsys/call-signature-verification`, { method: 'POST' })
+      const waited = performance.now() - started
+      assert.equal(shed.status, 503)
+      assert.equal(shed.headers.get('retry-after'), '1')
+      assert.equal(((await shed.json()) as { code: string }).code, 'OVERLOADED')
+      assert.ok(waited >= 90 && waited < 1000, `waited ${waited} ms`)
+      assert.equal((await fetch(`${a.base}/healthz`)).status, 200, 'health is never queued')
+      a.release()
+      assert.deepEqual((await Promise.all(busy)).map((r) => r.status), [200, 200])
+      assert.equal(a.admission.inFlight, 0)
+    } finally {
+      a.release()
+      await a.server.close()
+    }
+  })
+
+  test('a queued request is admitted when a slot frees within the budget; critical work goes ahead of low, and low never takes the last half', async () => {
+    const a = await app({ maxInFlight: 2, queueBudgetMs: 2000 })
+    try {
+      // Low (statistics) may hold half the slots: the second low request queues though a slot is free.
+      const low1 = fetch(`${a.base}/api/v1/UsageGraph/global-public-stats`)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      const low2 = fetch(`${a.base}/api/v1/UsageGraph/global-public-stats`)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      assert.equal(a.admission.inFlight, 1)
+      assert.equal(a.admission.queued, 1)
+      // Critical takes the free slot at once.
+      const critical = fetch(`${a.base}/numsys/call-signature-verification`, { method: 'POST' })
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      assert.equal(a.admission.inFlight, 2)
+      a.release()
+      const statuses = (await Promise.all([low1, critical])).map((r) => r.status)
+      assert.deepEqual(statuses, [200, 200])
+      await new Promise((resolve) => setTimeout(resolve, 30))
+      a.release()
+      assert.equal((await low2).status, 200, 'the queued one was admitted, not refused')
+    } finally {
+      a.release()
+      await a.server.close()
+    }
+  })
+
+  test('/metrics renders one at a time: a flood of scrapes is refused, not queued', async () => {
+    const a = await app({ maxInFlight: 10, queueBudgetMs: 100 })
+    try {
+      const scrapes = await Promise.all(Array.from({ length: 20 }, () => fetch(`${a.base}/metrics`)))
+      assert.ok(scrapes.some((r) => r.status === 200))
+    } finally {
+      await a.server.close()
+    }
+  })
+
+  test('priorities by path', () => {
+    assert.equal(priorityOf('/healthz', '/oidc'), 'ops')
+    assert.equal(priorityOf('/numsys/call-signature-verification', '/oidc'), 'critical')
+    assert.equal(priorityOf('/numsys/transaction_details?ref=x', '/oidc'), 'critical')
+    assert.equal(priorityOf('/oidc/interaction/abc/code', '/oidc'), 'critical')
+    assert.equal(priorityOf('/numsys/approval-phone', '/oidc'), 'normal')
+    assert.equal(priorityOf('/api/v1/admin/usage', '/oidc'), 'low')
+    assert.equal(priorityOf('/docs', '/oidc'), 'low')
+  })
+})
