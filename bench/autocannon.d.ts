@@ -22,6 +22,8 @@ declare module 'autocannon' {
 
   export interface Request extends RequestParams {
     setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams | null
+    /** After each response on the connection (the request's `context` is the connection's). */
+    onResponse?: (status: number, body: string, context: Record<string, unknown>) => void
   }
 
   export interface Options {

@@ -136,6 +136,8 @@ export interface Config {
   maxInFlight: number
   /** QUEUE_BUDGET_MS: longest wait in that queue before a 503 (0: no queue). */
   queueBudgetMs: number
+  /** SHED_LAG_MS: event-loop lag past which new requests are shed before they are parsed further (0: never). */
+  shedLagMs: number
   /** KEEP_ALIVE_BUSY_MS: idle keep-alive while more than half of MAX_CONNECTIONS are open. */
   keepAliveBusyMs: number
   /** An idle keep-alive connection is closed after this many ms. */
@@ -378,8 +380,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(), 1, 1_000_000),
     maxConnectionsPerIp: int(env, 'MAX_CONNECTIONS_PER_IP', 256, 1, 1_000_000),
     maxInFlight: int(env, 'MAX_IN_FLIGHT', 64, 1, 100_000),
-    queueBudgetMs: int(env, 'QUEUE_BUDGET_MS', 100, 0, 60_000),
+    queueBudgetMs: int(env, 'QUEUE_BUDGET_MS', 25, 0, 60_000),
     keepAliveBusyMs: int(env, 'KEEP_ALIVE_BUSY_MS', 5_000, 100, 600_000),
+    shedLagMs: int(env, 'SHED_LAG_MS', 25, 0, 60_000),
     databaseConnectTimeoutMs: int(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 1, 3_600_000),
     databaseQueryTimeoutMs: env.DATABASE_QUERY_TIMEOUT_MS ? int(env, 'DATABASE_QUERY_TIMEOUT_MS', 0, 0, 3_600_000) : undefined,
     redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 250, 1, 60_000),

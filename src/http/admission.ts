@@ -18,12 +18,11 @@
  * renders one at a time. A `transaction_details?wait=` that is held waits outside the bound
  * (it has its own, WAIT_MAX_*): it costs no CPU while it waits.
  */
-import type { Server } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter, Gauge, type Registry } from 'prom-client'
-import { OverloadedError } from '../errors.ts'
-import { rawErrorResponse } from './error-body.ts'
 
 export type Priority = 'critical' | 'normal' | 'low' | 'ops'
 
@@ -34,6 +33,8 @@ export interface AdmissionLimits {
   queueBudgetMs: number
   busyKeepAliveMs: number
   keepAliveMs: number
+  /** SHED_LAG_MS: event-loop lag past which new requests are shed before Fastify sees them (0: never). */
+  lagLimitMs: number
 }
 
 /** Share of the in-flight slots each priority may hold. */
@@ -56,6 +57,33 @@ export function priorityOf(url: string, loginPath: string): Priority {
   if (LOW.some((p) => p.test(url))) return 'low'
   return 'normal'
 }
+
+const LAG_SAMPLE_MS = 10
+
+/**
+ * The 503, written straight to the response in the error shape, bypassing Fastify's error
+ * handler and send hooks: shedding must cost far less than serving, or shedding is the overload.
+ */
+function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: string = randomUUID()): void {
+  if (res.destroyed || res.headersSent) return
+  const text = `${why}: retry in 1 s`
+  const body = `{"success":false,"code":"OVERLOADED","error":"${text}","message":"${text}","requestId":${JSON.stringify(requestId)}}`
+  res.writeHead(503, {
+    'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': '1',
+    'cache-control': 'no-store', 'x-request-id': requestId, ...(close ? { connection: 'close' } : {}),
+  })
+  res.end(body)
+}
+
+/** Who a request is from, for fair shedding: its API key's ID (never the secret), else the socket's address. */
+function clientOf(req: IncomingMessage): string {
+  const key = req.headers['x-api-key']
+  if (typeof key === 'string' && key.startsWith('kns_')) return key.slice(0, 20)
+  return req.socket.remoteAddress ?? ''
+}
+
+/** Connections over a cap, with why: their first request is refused. */
+const refused = new WeakMap<Socket, string>()
 
 interface Waiter {
   priority: Exclude<Priority, 'ops'>
@@ -100,9 +128,9 @@ export class Admission {
     else if (capped && mine >= this.#limits.maxConnectionsPerIp) refusal = 'too many connections from this address'
     if (refusal !== null) {
       this.#rejected?.inc({ reason: capped && mine >= this.#limits.maxConnectionsPerIp ? 'connections_per_ip' : 'connections', priority: 'none' })
-      // Answered before any request is read: the client learns why, and the descriptor is freed at once.
-      socket.on('error', () => {})
-      socket.end(rawErrorResponse(new OverloadedError(`${refusal}: close idle connections and retry`, 1)))
+      // Its first request is answered 503 and the connection closed (onRequest, before anything
+      // is parsed beyond the headers); one that sends nothing within a second is dropped.
+      refused.set(socket, refusal)
       socket.setTimeout(1000, () => socket.destroy())
       this.#reclaim(server)
       return
@@ -140,13 +168,93 @@ export class Admission {
     server.closeIdleConnections()
   }
 
+  #lag = 0
+  #lagTimer: ReturnType<typeof setInterval> | undefined
+
+  /** The event loop's recent lag (ms): how long a request that arrives now waits before any code of ours runs. */
+  get lagMs(): number { return this.#lag }
+
+  /** Samples the event loop every 10 ms: the lag is the worst recent delay, decaying by a fifth per sample. */
+  startLagMonitor(): void {
+    if (this.#lagTimer !== undefined || this.#limits.lagLimitMs === 0) return
+    let expected = performance.now() + LAG_SAMPLE_MS
+    this.#lagTimer = setInterval(() => {
+      const now = performance.now()
+      this.#lag = Math.max(now - expected, this.#lag * 0.8)
+      expected = now + LAG_SAMPLE_MS
+      if (++this.#ticks % 10 === 0) this.#rotateWindow()
+    }, LAG_SAMPLE_MS)
+    this.#lagTimer.unref()
+  }
+
+  stopLagMonitor(): void {
+    clearInterval(this.#lagTimer)
+    this.#lagTimer = undefined
+  }
+
+  /** Requests per client (API key, else address) in the current and the previous 100 ms window. */
+  #seen = new Map<string, number>()
+  #seenBefore = new Map<string, number>()
+  #seenTotal = 0
+  #seenBeforeTotal = 0
+  #ticks = 0
+
+  /** Whether `client` sent no more than an equal share of the recent requests (always, while nothing is counted). */
+  #isLight(client: string): boolean {
+    const total = this.#seenTotal + this.#seenBeforeTotal
+    if (total === 0) return true
+    const clients = new Set([...this.#seen.keys(), ...this.#seenBefore.keys()]).size
+    return (this.#seen.get(client) ?? 0) + (this.#seenBefore.get(client) ?? 0) <= total / Math.max(1, clients)
+  }
+
+  #rotateWindow(): void {
+    this.#seenBefore = this.#seen
+    this.#seenBeforeTotal = this.#seenTotal
+    this.#seen = new Map()
+    this.#seenTotal = 0
+  }
+
+  /**
+   * Before Fastify: a request on a refused connection, or one that arrives while the loop lags
+   * past SHED_LAG_MS, is answered 503 here, for the price of Node's parse only. Shedding is
+   * fair between clients (an API key, else a client address): while the loop lags, a client
+   * sending no more than an equal share of the recent requests is still served, so one
+   * flooding client is what gets shed, not its neighbours. Past the limit, a heavy client's
+   * `normal` and `low` work is shed, and its `critical` work in proportion to how far past (all
+   * at twice the limit); past four times the limit everything of heavy clients but the probes.
+   * True when the request was answered.
+   */
+  gate(req: IncomingMessage, res: ServerResponse): boolean {
+    const refusal = refused.get(req.socket)
+    if (refusal !== undefined) {
+      shedRaw(res, `${refusal}: close idle connections and retry`, true)
+      this.#rejected?.inc({ reason: 'connections', priority: 'none' })
+      return true
+    }
+    const limit = this.#limits.lagLimitMs
+    if (limit === 0) return false
+    const client = clientOf(req)
+    this.#seen.set(client, (this.#seen.get(client) ?? 0) + 1)
+    this.#seenTotal++
+    if (this.#lag <= limit) return false
+    const priority = priorityOf(req.url ?? '/', this.#loginPath)
+    if (priority === 'ops') return false
+    if (this.#isLight(client)) return false
+    if (this.#lag <= 4 * limit) {
+      if (priority === 'critical' && Math.random() >= (this.#lag - limit) / limit) return false
+    }
+    this.#rejected?.inc({ reason: 'lag', priority })
+    shedRaw(res, 'the service is busy', false)
+    return true
+  }
+
   /** The onRequest hook: admits the request now, after a wait in the queue, or answers 503. */
   readonly onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const url = request.raw.url ?? '/'
     const priority = priorityOf(url, this.#loginPath)
     if (url === '/metrics' || url.startsWith('/metrics?')) {
       // One render at a time: a flood of scrapes does not become the flood.
-      if (this.#metricsRendering) throw this.#refuse('metrics are being rendered for another request', 'ops')
+      if (this.#metricsRendering) return this.#shed(request, reply, 'metrics are being rendered for another request', 'ops')
       this.#metricsRendering = true
       reply.raw.once('close', () => { this.#metricsRendering = false })
       return
@@ -154,24 +262,27 @@ export class Admission {
     // A held wait costs nothing while it waits, and has its own bound.
     if (/[?&]wait=[1-9]/.test(url)) return
     if (priority === 'ops') return
-    // Nobody overtakes those already waiting at this priority or above.
-    if (this.#fits(priority) && !this.#waitingAtOrAbove(priority)) {
+    // A client sending no more than an equal share of the recent requests (the light one
+    // beside a flood) is not held back by the bound: what it adds is at most its share. Nobody
+    // else overtakes those already waiting.
+    const light = this.#limits.lagLimitMs > 0 && this.#isLight(clientOf(request.raw))
+    if (light || (this.#fits(priority) && !this.#waitingAtOrAbove(priority))) {
       this.#inFlight++
       return this.#release(request, reply)
     }
-    if (this.queued >= this.#limits.maxInFlight * QUEUE_FACTOR || this.#limits.queueBudgetMs === 0) throw this.#refuse('the service is busy', priority)
-    await new Promise<void>((resolve, reject) => {
+    if (this.queued >= this.#limits.maxInFlight * QUEUE_FACTOR || this.#limits.queueBudgetMs === 0) return this.#shed(request, reply, 'the service is busy', priority)
+    const admitted = await new Promise<boolean>((resolve) => {
       const waiter: Waiter = {
         priority,
         // The slot is taken when the waiter is chosen, so no newcomer can take it in between.
         admit: () => {
           clearTimeout(waiter.timer)
           this.#inFlight++
-          resolve()
+          resolve(true)
         },
         timer: setTimeout(() => {
           this.#remove(waiter)
-          reject(this.#refuse('the service is busy', priority))
+          resolve(false)
         }, this.#limits.queueBudgetMs),
       }
       this.#queues[priority].push(waiter)
@@ -179,10 +290,11 @@ export class Admission {
       request.raw.once('close', () => {
         if (this.#remove(waiter)) {
           clearTimeout(waiter.timer)
-          reject(this.#refuse('the client went away', priority))
+          resolve(false)
         }
       })
     })
+    if (!admitted) return this.#shed(request, reply, 'the service is busy', priority)
     this.#release(request, reply)
   }
 
@@ -230,9 +342,10 @@ export class Admission {
     return true
   }
 
-  #refuse(why: string, priority: Priority): OverloadedError {
+  #shed(request: FastifyRequest, reply: FastifyReply, why: string, priority: Priority): void {
     this.#rejected?.inc({ reason: 'in_flight', priority })
-    return new OverloadedError(`${why}: retry in 1 s`, 1)
+    reply.hijack()
+    shedRaw(reply.raw, why, false, String(request.id))
   }
 
   /** Its gauges and counter, in the service's registry (/metrics). */
@@ -251,5 +364,13 @@ export class Admission {
 /** The hook and the connection watch on `app`. */
 export function useAdmission(app: FastifyInstance, admission: Admission): void {
   admission.watch(app.server)
+  // The gate runs before Fastify builds anything for the request.
+  const handlers = app.server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
+  app.server.removeAllListeners('request')
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (!admission.gate(req, res)) for (const handler of handlers) handler(req, res)
+  })
   app.addHook('onRequest', admission.onRequest)
+  app.addHook('onListen', (done) => { admission.startLagMonitor(); done() })
+  app.addHook('onClose', (_instance, done) => { admission.stopLagMonitor(); done() })
 }

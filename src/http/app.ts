@@ -97,6 +97,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   const admission = new Admission({
     maxConnections: config.maxConnections, maxConnectionsPerIp: config.maxConnectionsPerIp, maxInFlight: config.maxInFlight,
     queueBudgetMs: config.queueBudgetMs, busyKeepAliveMs: config.keepAliveBusyMs, keepAliveMs: config.keepAliveTimeoutMs,
+    lagLimitMs: config.shedLagMs,
   }, {
     loginPath: service.accounts.provider.mountPath,
     // A trusted proxy carries many clients on its connections: only clients' own are capped per address.

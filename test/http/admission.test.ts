@@ -128,7 +128,7 @@ describe('connections', () => {
 describe('requests in flight', () => {
   /** A small app with the service's admission and a route that holds its slot until released. */
   async function app(limits: { maxInFlight: number; queueBudgetMs: number }) {
-    const admission = new Admission({ maxConnections: 1000, maxConnectionsPerIp: 1000, busyKeepAliveMs: 5000, keepAliveMs: 72_000, ...limits },
+    const admission = new Admission({ maxConnections: 1000, maxConnectionsPerIp: 1000, busyKeepAliveMs: 5000, keepAliveMs: 72_000, lagLimitMs: 0, ...limits },
       { loginPath: '/oidc', trustedPeer: () => false })
     const server = Fastify()
     useAdmission(server, admission)
