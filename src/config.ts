@@ -104,6 +104,10 @@ export interface Config {
   webhookRetryBaseMs: number
   /** A delivery still failing this long after its event is given up (marked failed), s. */
   webhookGiveUpAfterS: number
+  /** WEBHOOK_ENDPOINT_CONCURRENCY: attempts in flight at once per subscription (over every process). */
+  webhookEndpointConcurrency: number
+  /** WEBHOOK_BREAKER_FAILURES: failed attempts in a row after which a subscription is paused. */
+  webhookBreakerFailures: number
   /** LEDGER=sui: deadline of every ledger request (ms). */
   ledgerTimeoutMs: number
   /** LEDGER=sui: how long a decision re-reads a "not found" transaction or a stale owner before failing (ms). */
@@ -367,6 +371,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 5000, 10, 3_600_000),
     webhookGiveUpAfterS: int(env, 'WEBHOOK_GIVE_UP_AFTER_S', 86_400, 1, 30 * 86_400),
+    webhookEndpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 1000),
+    webhookBreakerFailures: int(env, 'WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),
     ledgerFreshnessMs: int(env, 'LEDGER_FRESHNESS_MS', 3_000, 0, 60_000),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),

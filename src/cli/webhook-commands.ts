@@ -30,17 +30,17 @@ export async function webhookCommand(service: Service, sub: string | undefined, 
     const eventsArg = optional(values, 'events')
     const created = await addSubscription(db, events.box, { keyId: required(values, 'key'), url: required(values, 'url'), ...(eventsArg === undefined ? {} : { events: eventsArg }) },
       { allowPrivate: config.webhookAllowPrivate })
-    return out.result({ ...presentWebhook(created), secret: created.secret },
+    return out.result({ ...presentWebhook(created, config.webhookBreakerFailures), secret: created.secret },
       `added webhook ${created.id}: events of key ${created.keyId} (${created.events.join(', ')}) to ${created.url}\n\n  ${created.secret}\n\n` +
       'The signing secret is shown only this once (stored encrypted). Verify deliveries with any Standard Webhooks library.')
   }
   if (sub === 'list') {
     const key = optional(values, 'key')
-    const found = (await listSubscriptions(db, key === undefined ? {} : { keyId: key })).map(presentWebhook)
-    return out.result({ webhooks: found }, found.length === 0 ? 'no webhooks' : found.map((w) => `${w.id}  key ${w.keyId}  ${w.events.join(',')}  ${w.url}`).join('\n'))
+    const found = (await listSubscriptions(db, key === undefined ? {} : { keyId: key })).map((w) => presentWebhook(w, config.webhookBreakerFailures))
+    return out.result({ webhooks: found }, found.length === 0 ? 'no webhooks' : found.map((w) => `${w.id}  key ${w.keyId}  ${w.delivery.state}${w.delivery.state === 'active' ? '' : ` (${w.delivery.consecutiveFailures} failed in a row${w.delivery.pausedUntil === null ? '' : `, paused until ${w.delivery.pausedUntil}`})`}  ${w.events.join(',')}  ${w.url}`).join('\n'))
   }
   if (sub === 'remove') {
-    const removed = presentWebhook(await removeSubscription(db, positional('id')))
+    const removed = presentWebhook(await removeSubscription(db, positional('id')), config.webhookBreakerFailures)
     return out.result(removed, `removed webhook ${removed.id} (${removed.url})`)
   }
   if (sub === 'test') {

@@ -24,6 +24,14 @@ export const Webhook = Type.Object({
   url: Type.String(),
   events: Type.Array(EventTypeName),
   createdAt: Instant,
+  delivery: Type.Object({
+    state: Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('probing')], {
+      description: '`paused`: its circuit breaker is open after failed attempts in a row, nothing is sent until `pausedUntil`; ' +
+        '`probing`: the pause is over, one attempt at a time until one succeeds. Nothing pending is given up meanwhile.',
+    }),
+    consecutiveFailures: Type.Integer(),
+    pausedUntil: Type.Union([Instant, Type.Null()]),
+  }),
 })
 export const CreatedWebhook = Type.Object({
   ...Webhook.properties,

@@ -56,6 +56,7 @@ export class Events {
     return this.#deliveries ??= new DeliveryWorker(this.#db.asyncCommit, this.box, {
       outbound: this.outbound,
       retry: { baseMs: this.#config.webhookRetryBaseMs, giveUpAfterMs: this.#config.webhookGiveUpAfterS * 1000 },
+      fairness: { perEndpoint: this.#config.webhookEndpointConcurrency, breakerFailures: this.#config.webhookBreakerFailures },
     })
   }
 

@@ -86,4 +86,13 @@ export const EVENTS_MIGRATIONS: Migration[] = [
       postgres: [deliveriesTable('BIGSERIAL PRIMARY KEY'), ...DELIVERY_INDEXES],
     },
   },
+  {
+    version: 16,
+    name: 'events: a circuit breaker per webhook subscription (consecutive failures, paused until)',
+    up: [
+      'ALTER TABLE webhook_subscriptions ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0',
+      'ALTER TABLE webhook_subscriptions ADD COLUMN paused_until BIGINT',
+      'ALTER TABLE webhook_subscriptions ADD COLUMN pauses INTEGER NOT NULL DEFAULT 0',
+    ],
+  },
 ]

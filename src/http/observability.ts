@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { RedisRateLimiter } from '../lib/rate-limiter.ts'
 import { oldestPendingAgeMs } from '../events/webhooks/deliveries.ts'
+import { listSubscriptions } from '../events/webhooks/subscriptions.ts'
 import type { Service } from '../service.ts'
 import type { Admission } from './admission.ts'
 
@@ -170,6 +171,19 @@ function watchEvents(service: Service, registry: Registry): void {
     async collect() {
       try {
         this.set((await oldestPendingAgeMs(service.db, Date.now())) / 1000)
+      } catch { /* the database is down: /readyz says so */ }
+    },
+  })
+  new Gauge({
+    name: 'kns_webhook_endpoint_paused',
+    help: 'Per webhook subscription: 1 while its circuit breaker is open (paused after failed attempts in a row), else 0',
+    labelNames: ['webhook'] as const,
+    registers: [registry],
+    async collect() {
+      try {
+        const now = Date.now()
+        this.reset()
+        for (const s of await listSubscriptions(service.db)) this.set({ webhook: s.id }, s.pausedUntil !== null && s.pausedUntil > now ? 1 : 0)
       } catch { /* the database is down: /readyz says so */ }
     },
   })

@@ -38,26 +38,53 @@ export interface DeliveryRecord {
   finishedAt: number | null
 }
 
+/** How deliveries are shared out between endpoints (src/events/webhooks/delivery-worker.ts). */
+export interface Fairness {
+  /** Attempts in flight at once per subscription, over every process (its claims' leases). */
+  perEndpoint: number
+  /** Consecutive failed attempts after which a subscription is paused (its breaker opens). */
+  breakerFailures: number
+}
+
+export const DEFAULT_FAIRNESS: Fairness = { perEndpoint: 4, breakerFailures: 5 }
+
 /**
  * Takes up to `limit` due deliveries for this process: each gets a claim token and a lease
  * (`locked_until`); another process skips it until the lease ends, so a process killed
  * mid-delivery leaves it to be retried, never lost. On PostgreSQL, FOR UPDATE SKIP LOCKED
- * lets concurrent claimers pass each other; SQLite's writers take turns anyway. A delivery
- * waits while an earlier one of the same approval to the same endpoint is pending: events
- * of one approval arrive in order. `only`: that delivery alone (a test sent at once).
+ * lets concurrent claimers pass each other; SQLite's writers take turns anyway.
+ *
+ * Fair between endpoints: each subscription gets at most `perEndpoint` attempts in flight
+ * (those already leased count), taken round-robin (every endpoint's first due delivery
+ * before any endpoint's second), so one vendor's backlog or slow endpoint cannot hold the
+ * slots others need. A paused subscription (its breaker open: `paused_until` ahead) gets
+ * none; once the pause is over it gets one attempt at a time (half-open) until one succeeds.
+ * A delivery waits while an earlier one of the same approval to the same endpoint is
+ * pending: events of one approval arrive in order. `only`: that delivery alone (a test sent
+ * at once, whatever the breaker says).
  */
-export async function claimDue(db: Database, now: number, limit: number, leaseMs: number, only?: number): Promise<ClaimedDelivery[]> {
+export async function claimDue(db: Database, now: number, limit: number, leaseMs: number, only?: number, fairness: Fairness = DEFAULT_FAIRNESS): Promise<ClaimedDelivery[]> {
   const claim = randomHex(12)
   const skipLocked = db.engine === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : ''
-  const which = only === undefined ? '' : 'AND d.id = $5'
-  const claimed = await db.run(`UPDATE webhook_deliveries SET claim = $1, locked_until = $2, attempts = attempts + 1
-    WHERE id IN (
-      SELECT d.id FROM webhook_deliveries d
-      WHERE d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.locked_until IS NULL OR d.locked_until <= $3) ${which}
+  const due = `d.state = 'pending' AND d.next_attempt_at <= $3 AND (d.locked_until IS NULL OR d.locked_until <= $3)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.state = 'pending' AND e.subscription_id = d.subscription_id
-          AND e.approval_number = d.approval_number AND e.id < d.id)
-      ORDER BY d.next_attempt_at, d.id LIMIT $4 ${skipLocked})`,
-  only === undefined ? [claim, now + leaseMs, now, limit] : [claim, now + leaseMs, now, limit, only])
+          AND e.approval_number = d.approval_number AND e.id < d.id)`
+  const pick = only !== undefined
+    ? `SELECT d.id FROM webhook_deliveries d WHERE ${due} AND d.id = $5 LIMIT $4`
+    : `SELECT r.id FROM (
+        SELECT d.id, d.subscription_id, d.next_attempt_at,
+          ROW_NUMBER() OVER (PARTITION BY d.subscription_id ORDER BY d.next_attempt_at, d.id) AS rn
+        FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+        WHERE ${due} AND (s.paused_until IS NULL OR s.paused_until <= $3)
+      ) r
+      JOIN webhook_subscriptions s ON s.id = r.subscription_id
+      LEFT JOIN (SELECT subscription_id, COUNT(*) AS n FROM webhook_deliveries
+        WHERE state = 'pending' AND locked_until > $3 GROUP BY subscription_id) busy ON busy.subscription_id = r.subscription_id
+      WHERE r.rn + COALESCE(busy.n, 0) <= CASE WHEN s.consecutive_failures >= $5 THEN 1 ELSE $6 END
+      ORDER BY r.rn, r.next_attempt_at, r.id LIMIT $4`
+  const params = only !== undefined ? [claim, now + leaseMs, now, limit, only] : [claim, now + leaseMs, now, limit, fairness.breakerFailures, fairness.perEndpoint]
+  const claimed = await db.run(`UPDATE webhook_deliveries SET claim = $1, locked_until = $2, attempts = attempts + 1
+    WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (${pick}) ${skipLocked})`, params)
   if (claimed === 0) return []
   const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number; removed_at: number | null }>(
     `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at, s.removed_at
@@ -69,6 +96,31 @@ export async function claimDue(db: Database, now: number, limit: number, leaseMs
     id: Number(r.id), claim, removed: r.removed_at !== null, eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed,
     body: r.body, attempts: Number(r.attempts), createdAt: Number(r.created_at),
   }))
+}
+
+/** First pause 30 s, doubling per pause in a row, at most 10 min. */
+export function pauseMs(pauses: number): number {
+  return Math.min(30_000 * 2 ** Math.min(pauses, 10), 600_000)
+}
+
+/** An attempt to the subscription's endpoint succeeded: its breaker closes. */
+export async function endpointAnswered(db: Executor, subscriptionId: string): Promise<void> {
+  await db.run(`UPDATE webhook_subscriptions SET consecutive_failures = 0, paused_until = NULL, pauses = 0
+    WHERE id = $1 AND (consecutive_failures <> 0 OR paused_until IS NOT NULL)`, [subscriptionId])
+}
+
+/**
+ * An attempt failed at the endpoint: one more failure in a row; at `breakerFailures` (or on a
+ * failed probe of a paused one) it is paused for pauseMs(pauses). Returns the pause's end,
+ * or null while it is not paused.
+ */
+export async function endpointFailed(db: Executor, subscriptionId: string, now: number, breakerFailures: number): Promise<number | null> {
+  const row = await db.get<{ consecutive_failures: number; pauses: number }>(
+    'UPDATE webhook_subscriptions SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures, pauses', [subscriptionId])
+  if (row === undefined || Number(row.consecutive_failures) < breakerFailures) return null
+  const until = now + pauseMs(Number(row.pauses))
+  await db.run('UPDATE webhook_subscriptions SET paused_until = $1, pauses = pauses + 1 WHERE id = $2', [until, subscriptionId])
+  return until
 }
 
 export async function markDelivered(db: Executor, id: number, status: number, now: number): Promise<void> {

@@ -2,7 +2,7 @@ import type { Database } from '../../db/engine.ts'
 import type { OutboundOptions } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
 import { attemptDelivery, nextAttemptAt, type AttemptOutcome } from './attempt.ts'
-import { claimDue, markAttemptFailed, markDelivered, type ClaimedDelivery } from './deliveries.ts'
+import { claimDue, DEFAULT_FAIRNESS, endpointAnswered, endpointFailed, markAttemptFailed, markDelivered, type ClaimedDelivery, type Fairness } from './deliveries.ts'
 
 /** Within the server's shutdown grace (10 s), with room for the rest of the shutdown. */
 const STOP_GRACE_MS = 5000
@@ -14,6 +14,8 @@ export interface DeliveryWorkerOptions {
   concurrency?: number
   /** How often due retries are looked for when nothing wakes the worker. */
   pollMs?: number
+  /** Per-endpoint concurrency and the circuit breaker (WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_BREAKER_FAILURES). */
+  fairness?: Fairness
 }
 
 /** What this process did, for /metrics. */
@@ -41,7 +43,7 @@ export class DeliveryWorker {
   constructor(db: Database, box: SealedBox, options: DeliveryWorkerOptions) {
     this.#db = db
     this.#box = box
-    this.#options = { concurrency: 32, pollMs: 1000, ...options }
+    this.#options = { concurrency: 32, pollMs: 1000, fairness: DEFAULT_FAIRNESS, ...options }
     // Past the attempt's deadline with room to record its outcome, so a live attempt keeps its
     // claim; short enough that a killed process's claims are taken again within seconds.
     this.#leaseMs = options.outbound.timeoutMs * 2 + 5000
@@ -73,7 +75,7 @@ export class DeliveryWorker {
         const room = this.#options.concurrency - this.#inFlight
         let batch: ClaimedDelivery[]
         try {
-          batch = await claimDue(this.#db, Date.now(), room, this.#leaseMs)
+          batch = await claimDue(this.#db, Date.now(), room, this.#leaseMs, undefined, this.#options.fairness)
         } catch {
           return // the database is down: the next poll tries again
         }
@@ -106,10 +108,17 @@ export class DeliveryWorker {
     const now = Date.now()
     if (outcome.delivered) {
       await markDelivered(this.#db, delivery.id, outcome.status, now)
+      await endpointAnswered(this.#db, delivery.subscriptionId)
       this.counts.delivered++
       return outcome
     }
-    const retryAt = outcome.retry ? nextAttemptAt(delivery.attempts, delivery.createdAt, now, this.#options.retry) : null
+    let retryAt = outcome.retry ? nextAttemptAt(delivery.attempts, delivery.createdAt, now, this.#options.retry) : null
+    if (outcome.retry) {
+      // The endpoint failed: its breaker counts it. While it is paused nothing of it is given
+      // up: its deliveries wait for it to answer again (the first one tries it then).
+      const pausedUntil = await endpointFailed(this.#db, delivery.subscriptionId, now, this.#options.fairness.breakerFailures)
+      if (pausedUntil !== null) retryAt = Math.max(retryAt ?? 0, pausedUntil)
+    }
     await markAttemptFailed(this.#db, delivery, { status: outcome.status, error: outcome.error }, now, retryAt)
     if (retryAt === null) this.counts.failed++
     else this.counts.retried++

@@ -15,9 +15,21 @@ export interface Subscription {
   events: DecisionEventType[]
   createdAt: number
   removedAt: number | null
+  /** Its circuit breaker (src/events/webhooks/deliveries.ts): failed attempts in a row, and the pause they earned. */
+  consecutiveFailures: number
+  pausedUntil: number | null
 }
 
-interface SubscriptionRow { id: string; api_key_id: string; url: string; events: string; created_at: number; removed_at: number | null }
+interface SubscriptionRow {
+  id: string; api_key_id: string; url: string; events: string; created_at: number; removed_at: number | null
+  consecutive_failures: number | null; paused_until: number | null
+}
+
+/** `active`, `paused` (breaker open), or `probing` (the pause is over, one attempt at a time until one succeeds). */
+export function breakerState(s: Pick<Subscription, 'consecutiveFailures' | 'pausedUntil'>, breakerFailures: number, now = Date.now()): 'active' | 'paused' | 'probing' {
+  if (s.pausedUntil !== null && s.pausedUntil > now) return 'paused'
+  return s.consecutiveFailures >= breakerFailures ? 'probing' : 'active'
+}
 
 /** Longest webhook URL accepted (browsers' practical limit; a URL is not a payload). */
 export const MAX_URL_LENGTH = 2048
@@ -32,6 +44,8 @@ function fromRow(row: SubscriptionRow): Subscription {
     events: row.events === '*' ? [...DECISION_EVENT_TYPES] : (row.events.split(',') as DecisionEventType[]),
     createdAt: Number(row.created_at),
     removedAt: row.removed_at === null ? null : Number(row.removed_at),
+    consecutiveFailures: Number(row.consecutive_failures ?? 0),
+    pausedUntil: row.paused_until == null ? null : Number(row.paused_until),
   }
 }
 
@@ -82,7 +96,7 @@ export async function addSubscription(
     await tx.run(`INSERT INTO webhook_subscriptions (id, api_key_id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
       [id, input.keyId, url, events === '*' ? '*' : events.join(','), box.seal(secret), now])
   })
-  return { id, keyId: input.keyId, url, events: events === '*' ? [...DECISION_EVENT_TYPES] : events, createdAt: now, removedAt: null, secret }
+  return { id, keyId: input.keyId, url, events: events === '*' ? [...DECISION_EVENT_TYPES] : events, createdAt: now, removedAt: null, consecutiveFailures: 0, pausedUntil: null, secret }
 }
 
 export async function listSubscriptions(db: Executor, filter: { keyId?: string } = {}): Promise<Subscription[]> {

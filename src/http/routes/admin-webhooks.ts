@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { listDeliveries, replayEvent, type DeliveryRecord } from '../../events/webhooks/deliveries.ts'
-import { addSubscription, listSubscriptions, removeSubscription, type Subscription } from '../../events/webhooks/subscriptions.ts'
+import { addSubscription, breakerState, listSubscriptions, removeSubscription, type Subscription } from '../../events/webhooks/subscriptions.ts'
 import { sendTestEvent } from '../../events/webhooks/test-event.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
@@ -13,8 +13,11 @@ import {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
-export function presentWebhook(s: Subscription) {
-  return { id: s.id, keyId: s.keyId, url: s.url, events: s.events, createdAt: new Date(s.createdAt).toISOString() }
+export function presentWebhook(s: Subscription, breakerFailures: number) {
+  return {
+    id: s.id, keyId: s.keyId, url: s.url, events: s.events, createdAt: new Date(s.createdAt).toISOString(),
+    delivery: { state: breakerState(s, breakerFailures), consecutiveFailures: s.consecutiveFailures, pausedUntil: iso(s.pausedUntil) },
+  }
 }
 
 export function presentDelivery(d: DeliveryRecord) {
@@ -25,9 +28,10 @@ export function presentDelivery(d: DeliveryRecord) {
   }
 }
 
-/** `kns webhook ...` as admin routes: the same operations, under the `admin` scope. */
+/** `kns webhook ...` as admin routes: the same operations, under the `webhooks` scope. */
 export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const breaker = service.config.webhookBreakerFailures
   const guard = requireScope(service, 'webhooks')
   const tags = ['webhooks admin']
   const { db, events } = service
@@ -44,13 +48,13 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
     },
   }, async (request, reply) => {
     const created = await addSubscription(db, events.box, request.body, { allowPrivate: service.config.webhookAllowPrivate })
-    return reply.status(201).send({ ...presentWebhook(created), secret: created.secret })
+    return reply.status(201).send({ ...presentWebhook(created, breaker), secret: created.secret })
   })
 
   app.get('/api/v1/admin/webhooks', {
     onRequest: guard,
     schema: { tags, security: API_KEY_SECURITY, summary: 'Live webhook subscriptions (never their secrets)', querystring: WebhookListQuery, response: withErrors({ 200: WebhookList }) },
-  }, async (request) => ({ webhooks: (await listSubscriptions(db, request.query.keyId === undefined ? {} : { keyId: request.query.keyId })).map(presentWebhook) }))
+  }, async (request) => ({ webhooks: (await listSubscriptions(db, request.query.keyId === undefined ? {} : { keyId: request.query.keyId })).map((w) => presentWebhook(w, breaker)) }))
 
   app.delete('/api/v1/admin/webhooks/:id', {
     onRequest: guard,
@@ -59,7 +63,7 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
       description: 'Nothing more is sent to it; its deliveries still pending are given up.',
       params: WebhookParams, response: withErrors({ 200: Webhook }),
     },
-  }, async (request) => presentWebhook(await removeSubscription(db, request.params.id)))
+  }, async (request) => presentWebhook(await removeSubscription(db, request.params.id), breaker))
 
   app.post('/api/v1/admin/webhooks/:id/test', {
     onRequest: guard,
