@@ -107,7 +107,8 @@ export function soakEndpoints(seed: SoakSeed, log: (line: string) => void): Endp
     }, {
       name: 'POST /numsys/register-user-login (login)', method: 'POST', headers: JSON_HEADERS,
       next: () => ({ path: '/numsys/register-user-login', body: JSON.stringify(seed.users[logins++ % seed.users.length]) }),
-      ok: (body) => body.includes('"message":"user logged in"'),
+      // The same answer whether or not registered (issue 25): an existing user's own zkAddress.
+      ok: (body) => body.startsWith('{"success":true') && body.includes('"zkAddress":"0x'),
     }, {
       name: 'GET /api/v1/UsageGraph/global-public-stats', method: 'GET', headers: {},
       next: () => ({ path: '/api/v1/UsageGraph/global-public-stats' }),

@@ -185,7 +185,10 @@ export async function main(argv: string[]): Promise<number> {
       return await doctorCommand(config, out)
     }
     const service = await openService(config, {
-      watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool', pinSecret: command === 'serve' || command === 'seed',
+      watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool',
+      // What fills a database may make its secret, as the first start would: the server, the
+      // demo seed, and a history import before the first start (it keys client hashes with it).
+      pinSecret: command === 'serve' || command === 'seed' || (command === 'stats' && sub === 'import'),
     })
     if (command === 'serve') {
       // Loaded only here: the HTTP stack is most of the CLI's start-up time.

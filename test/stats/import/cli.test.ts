@@ -115,3 +115,22 @@ test('NDJSON and JSON array files; a bad line fails the import with its line num
   assert.equal(unknown.code, 2)
   assert.match(unknown.stderr, /unknown file type/)
 })
+
+test('an import before the first start, without KNS_SECRET: the import makes and pins the secret, and the server then starts with it', async () => {
+  const bare = await freshDatabaseEnv()
+  try {
+    const env = { ...bare.env }
+    delete env.KNS_SECRET
+    assert.equal((await runKns(['migrate'], env)).code, 0)
+    const dir = join(bare.env.DATA_DIR!, 'demo')
+    assert.equal((await runKns(['seed', ...SEED_ARGS, '--out', dir, '--json'], env)).code, 0)
+    const imported = await runKns(['stats', 'import', '--gateways', join(dir, 'gateways.csv'), '--usage', join(dir, 'usage.csv'), '--json'], env, { timeoutMs: 60_000 })
+    assert.equal(imported.code, 0, imported.stderr)
+    // The server finds the secret the import made, and keeps it.
+    const server = await service({ ...bare, env, config: { ...bare.config, knsSecret: undefined } })
+    assert.ok(await server.db.get(`SELECT value FROM settings WHERE name = 'server_secret'`), 'the import pinned a secret')
+    assert.ok(await server.db.get(`SELECT value FROM settings WHERE name = 'server_secret_fingerprint'`))
+  } finally {
+    await bare.cleanup()
+  }
+})
