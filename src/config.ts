@@ -107,6 +107,8 @@ export interface Config {
   /** WEBHOOK_ENDPOINT_CONCURRENCY: attempts in flight at once per subscription (over every process). */
   webhookEndpointConcurrency: number
   /** WEBHOOK_BREAKER_FAILURES: failed attempts in a row after which a subscription is paused. */
+  /** RETENTION_DAYS: finished deliveries, events and read ledger feed rows older than this are deleted (0: kept forever). */
+  retentionDays: number
   webhookBreakerFailures: number
   /** LEDGER=sui: deadline of every ledger request (ms). */
   ledgerTimeoutMs: number
@@ -373,6 +375,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookGiveUpAfterS: int(env, 'WEBHOOK_GIVE_UP_AFTER_S', 86_400, 1, 30 * 86_400),
     webhookEndpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 1000),
     webhookBreakerFailures: int(env, 'WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),
+    retentionDays: int(env, 'RETENTION_DAYS', 90, 0, 36_500),
     ledgerFreshnessMs: int(env, 'LEDGER_FRESHNESS_MS', 3_000, 0, 60_000),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 50, 0, 1_000_000),
     defaultKeyRate: int(env, 'DEFAULT_KEY_RATE', 100, 1, 1_000_000),

@@ -26,6 +26,8 @@ Usage: kns <command> [options] [--json]
   serve                                   start the HTTP API (same as npm start)
   migrate                                 apply pending database migrations
   doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
+  prune [--older-than-days <n>]           delete finished webhook deliveries, events and read ledger feed rows older
+                                          than RETENTION_DAYS (90), or n days; the server does it hourly
   api-key create --vendor <brand> [--scopes approvals,caller,signing,stats,webhooks,oidc] [--rate <req/s>]
   api-key list
   api-key revoke <id>
@@ -80,6 +82,7 @@ const OPTIONS = {
   ...OIDC_OPTIONS,
   ...PHONE_LOGIN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
+  'older-than-days': { type: 'string' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
@@ -159,7 +162,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
-    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc', 'phone-login'].includes(command)) {
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc', 'phone-login', 'prune'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     // Every command below uses the database: say which, and never create one by accident:
@@ -210,6 +213,14 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'shaken') await shakenCommand(service, sub, args, out)
       else if (command === 'oidc') await oidcCommand(service, sub, args, out)
       else if (command === 'phone-login') await phoneLoginCommand(service, sub, args, out)
+      else if (command === 'prune') {
+        const raw = args.values['older-than-days'] as string | undefined
+        const days = raw === undefined ? service.config.retentionDays : Number(raw)
+        if (!Number.isInteger(days) || days < 1) throw new UsageError('--older-than-days must be a whole number of days, at least 1 (RETENTION_DAYS=0 keeps everything: give it)')
+        const counts = await service.events.prune(days * 86_400_000)
+        out.result({ olderThanDays: days, ...counts },
+          `deleted rows older than ${days} days: ${counts.deliveries} finished webhook deliveries, ${counts.events} events, ${counts.ledgerEvents} ledger feed rows, ${counts.rejections} watcher rejections`)
+      }
       else await ledgerCommand(service, sub, args, out)
     } finally {
       await service.close()

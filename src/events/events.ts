@@ -5,6 +5,9 @@ import type { Ledger } from '../ledger/ledger.ts'
 import type { OutboundOptions } from '../lib/outbound-http.ts'
 import { SealedBox } from '../lib/sealed-box.ts'
 import { ExpirySweeper } from './expiry-sweeper.ts'
+import { prune, type PruneCounts } from './prune.ts'
+
+const RETENTION_SWEEP_MS = 3600_000
 import { LedgerWatcher } from './ledger-watcher.ts'
 import { MAX_RESPONSE_BYTES } from './webhooks/attempt.ts'
 import { DeliveryWorker } from './webhooks/delivery-worker.ts'
@@ -28,6 +31,8 @@ export class Events {
   #box: SealedBox | undefined
   #deliveries: DeliveryWorker | undefined
   #started = false
+  #retention: ReturnType<typeof setInterval> | undefined
+  readonly #ledger: Ledger
 
   get started(): boolean {
     return this.#started
@@ -37,6 +42,7 @@ export class Events {
     this.#config = config
     this.#db = db
     this.#secret = secret
+    this.#ledger = ledger
     this.outbound = { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }
     this.watcher = new LedgerWatcher(db, ledger, new LeaderLock(db, 'ledger-watcher'), { intervalMs: config.ledgerWatchIntervalMs })
     // Its expiries signal the approvals topic like any decision, which wakes the deliveries (decided()).
@@ -71,11 +77,22 @@ export class Events {
     this.deliveries.start()
     this.sweeper.start()
     this.watcher.start()
+    if (this.#config.retentionDays > 0) {
+      // Hourly, in every server process: the deletes are idempotent, in batches, and cheap when there is nothing old.
+      this.#retention = setInterval(() => { void this.prune().catch(() => { /* the database is down: next hour */ }) }, RETENTION_SWEEP_MS)
+      this.#retention.unref()
+    }
+  }
+
+  /** RETENTION_DAYS applied now (`kns prune`; the server does it every hour). */
+  prune(olderThanMs = this.#config.retentionDays * 86_400_000): Promise<PruneCounts> {
+    return prune(this.#db, olderThanMs, this.#ledger.kind === 'local' ? { embeddedFeedSource: this.#ledger.feedSource } : {})
   }
 
   async stop(): Promise<void> {
     if (!this.#started) return
     this.#started = false
+    clearInterval(this.#retention)
     await Promise.all([this.watcher.stop(), this.sweeper.stop(), this.#deliveries?.stop()])
   }
 }
