@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs'
 import { Compile } from 'typebox/compile'
 import type { Database } from '../../db/engine.ts'
-import { ValidationError } from '../../errors.ts'
+import { ValidationError, ValueOutOfRangeError } from '../../errors.ts'
 import { readRecords, type FileRecord } from './file-records.ts'
 import { BulkImport } from './store-and-rebuild.ts'
 import { IMPORT_BATCH } from './session-batches.ts'
@@ -98,6 +98,15 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
       }
     }
     await settle()
+  } catch (err) {
+    // A week that could not be totalled stopped the import before anything of it was stored:
+    // the weeks stored before it are recomputed, so nothing is left marked for a later import to trip on.
+    if (err instanceof ValueOutOfRangeError) {
+      await recomputing?.catch(() => {})
+      recomputing = undefined
+      await bulk.rebuild()
+    }
+    throw err
   } finally {
     // On an error, what is still running finishes (or fails) before the error is reported.
     await recomputing?.catch(() => {})

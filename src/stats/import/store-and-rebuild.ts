@@ -14,7 +14,8 @@
  */
 import type { Database, Executor } from '../../db/engine.ts'
 import { withLength } from '../../lib/typed-arrays.ts'
-import { refusingOverflow } from '../rollups/bucket-bytes.ts'
+import { OUT_OF_RANGE_MESSAGE, refusingOverflow } from '../rollups/bucket-bytes.ts'
+import { ValueOutOfRangeError } from '../../errors.ts'
 import { ClientNumbers } from '../rollups/client-numbers.ts'
 import { bumpVersion, lockRollups, lockSessions, sessionRows } from '../ingest/ingest.ts'
 import { storeRawRows } from './raw-sessions.ts'
@@ -43,6 +44,8 @@ export class BulkImport {
   #version: number | null = null
   /** The rebuild mark as this import left it. */
   #nextWeek: number | null = null
+  /** Each (network, week)'s stored byte total as far as this import knows it (see #checkWeekTotals). */
+  readonly #weekBytes = new Map<string, bigint>()
   /** Weeks recomputed from rows kept in memory, and from sessions read back. */
   readonly weeks = { fromMemory: 0, readBack: 0 }
 
@@ -68,7 +71,9 @@ export class BulkImport {
     return this.#db.transaction(async (tx) => {
       await lockSessions(this.#db, tx)
       await relaxDurability(tx)
+      const totals = await this.#checkWeekTotals(tx, batch)
       const { inserted, first } = await storeRawRows(tx, batch)
+      for (const [key, total] of totals) this.#weekBytes.set(key, total)
       if (inserted > 0) {
         await tx.run('UPDATE stats_meta SET rebuild_from = CASE WHEN rebuild_from IS NULL OR rebuild_from > $1 THEN $1 ELSE rebuild_from END WHERE id = 1',
           [bucketStart(first, WEEK)])
@@ -77,6 +82,29 @@ export class BulkImport {
       this.#collected?.stored(starts, inserted === starts.length)
       return inserted
     })
+  }
+
+  /**
+   * Refuses a batch (nothing stored, no week marked) that would carry a (network, week) past
+   * 2^63 - 1 bytes: the week's rollup could never be totalled, and a marked week that cannot
+   * be recomputed would stop every later import there. The week total is the largest of its
+   * buckets (hours and days add up to it). Known totals are read once per week this import
+   * touches (exactly: NUMERIC on PostgreSQL; SQLite's SUM raises on overflow) and kept up to
+   * date in memory. A session stored already and sent again is counted again: the check errs
+   * on the side of refusing, and only near 2^63.
+   */
+  async #checkWeekTotals(tx: Executor, batch: Pick<RawBatch, 'rows' | 'copy'>): Promise<Map<string, bigint>> {
+    const added = weekByteSums(batch)
+    const totals = new Map<string, bigint>()
+    for (const [key, bytes] of added) {
+      const known = this.#weekBytes.get(key) ?? await storedWeekBytes(tx, key)
+      const total = known + bytes
+      if (total > INT64_MAX) {
+        throw new ValueOutOfRangeError(`${OUT_OF_RANGE_MESSAGE} (the import stopped before the week of ${new Date(Number(key.split('|')[1])).toISOString().slice(0, 10)}; the weeks stored before it are kept)`)
+      }
+      totals.set(key, total)
+    }
+    return totals
   }
 
   /**
@@ -172,6 +200,47 @@ export class BulkImport {
       this.#collected?.disable()
     }
     this.#version = version
+  }
+}
+
+const INT64_MAX = 2n ** 63n - 1n
+
+/** Bytes per `network|week` of a batch's rows (or of its COPY text, PostgreSQL). */
+export function weekByteSums(batch: Pick<RawBatch, 'rows' | 'copy'>): Map<string, bigint> {
+  const sums = new Map<string, bigint>()
+  const add = (start: number, network: string, up: bigint, down: bigint) => {
+    const key = `${network}|${bucketStart(start, WEEK)}`
+    sums.set(key, (sums.get(key) ?? 0n) + up + down)
+  }
+  if (batch.rows.length > 0) {
+    for (const row of batch.rows) add(row[0] as number, row[2] as string, BigInt(row[6] as number), BigInt(row[7] as number))
+  } else if (batch.copy !== undefined) {
+    // COPY text: one line per row, columns by tab, in SESSION_COLUMNS order (an escaped tab is "\t", never a tab).
+    for (const line of batch.copy.split('\n')) {
+      if (line === '') continue
+      const cols = line.split('\t')
+      add(Number(cols[0]), cols[2]!, BigInt(cols[6]!), BigInt(cols[7]!))
+    }
+  }
+  return sums
+}
+
+/** A (network, week)'s stored byte total, exactly. */
+async function storedWeekBytes(tx: Executor, key: string): Promise<bigint> {
+  const [network, week] = key.split('|') as [string, string]
+  const params = [network, Number(week), Number(week) + WEEK]
+  if (tx.engine === 'postgres') {
+    const row = await tx.get<{ total: string | null }>('SELECT (SUM(bytes_up) + SUM(bytes_down))::text AS total FROM stats_sessions WHERE network = $1 AND start_ms >= $2 AND start_ms < $3', params)
+    return BigInt(row?.total ?? 0)
+  }
+  try {
+    const row = await tx.get<{ up: number | bigint | null; down: number | bigint | null }>(
+      'SELECT SUM(bytes_up) AS up, SUM(bytes_down) AS down FROM stats_sessions WHERE network = $1 AND start_ms >= $2 AND start_ms < $3', params)
+    return BigInt(row?.up ?? 0) + BigInt(row?.down ?? 0)
+  } catch (err) {
+    // SQLite's SUM raises "integer overflow" past 2^63 - 1: the week is past the limit already.
+    if (err instanceof Error && /integer overflow/.test(err.message)) return INT64_MAX + 1n
+    throw err
   }
 }
 

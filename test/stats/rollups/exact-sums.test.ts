@@ -109,4 +109,11 @@ test('imported from a file: a week whose total is past 2^63 - 1 is refused with 
   await assert.rejects(importUsage(h.service.db, h.service.secret, file), (err: Error & { code?: string }) => err.code === 'VALUE_OUT_OF_RANGE')
   const kinds = await h.service.db.all<{ t: string }>("SELECT DISTINCT CAST(bytes AS TEXT) AS t FROM stats_buckets WHERE network = 'wifi'")
   for (const { t } of kinds) assert.match(t, /^\d+$/)
+  // Stopped before storing the week it could not total: nothing is left marked, and later imports go on.
+  const meta = await h.service.db.get<{ rebuild_from: number | null }>('SELECT rebuild_from FROM stats_meta WHERE id = 1')
+  assert.equal(meta?.rebuild_from, null, 'no week left marked for rebuild')
+  const later = join(dir, 'later.ndjson')
+  writeFileSync(later, JSON.stringify({ ...session('imp-after', 'wifi', 1000, 2000), start: weekLater + 3 * 86_400_000, end: weekLater + 3 * 86_400_000 + 1000 }))
+  const result = await importUsage(h.service.db, h.service.secret, later)
+  assert.equal(result.inserted, 1, 'a later import is not stopped by the refused week')
 })
