@@ -205,22 +205,39 @@ export class BulkImport {
 
 const INT64_MAX = 2n ** 63n - 1n
 
-/** Bytes per `network|week` of a batch's rows (or of its COPY text, PostgreSQL). */
+/** Bytes per `network|week` of a batch's rows (or of its COPY text, PostgreSQL), exactly. */
 export function weekByteSums(batch: Pick<RawBatch, 'rows' | 'copy'>): Map<string, bigint> {
-  const sums = new Map<string, bigint>()
-  const add = (start: number, network: string, up: bigint, down: bigint) => {
-    const key = `${network}|${bucketStart(start, WEEK)}`
-    sums.set(key, (sums.get(key) ?? 0n) + up + down)
-  }
-  if (batch.rows.length > 0) {
-    for (const row of batch.rows) add(row[0] as number, row[2] as string, BigInt(row[6] as number), BigInt(row[7] as number))
-  } else if (batch.copy !== undefined) {
-    // COPY text: one line per row, columns by tab, in SESSION_COLUMNS order (an escaped tab is "\t", never a tab).
-    for (const line of batch.copy.split('\n')) {
-      if (line === '') continue
-      const cols = line.split('\t')
-      add(Number(cols[0]), cols[2]!, BigInt(cols[6]!), BigInt(cols[7]!))
+  // Added as doubles (exact while under 2^53, the usual case by far); a key past that is added
+  // again in BigInt, so the answer is exact either way without a BigInt per row.
+  const quick = new Map<string, number>()
+  const each = (visit: (start: number, network: string, up: string | number, down: string | number) => void) => {
+    if (batch.rows.length > 0) {
+      for (const row of batch.rows) visit(row[0] as number, row[2] as string, row[6] as number, row[7] as number)
+    } else if (batch.copy !== undefined) {
+      // COPY text: one line per row, columns by tab, in SESSION_COLUMNS order (an escaped tab is a backslash and t, never a tab).
+      for (const line of batch.copy.split('\n')) {
+        if (line === '') continue
+        const cols = line.split('\t')
+        visit(Number(cols[0]), cols[2]!, cols[6]!, cols[7]!)
+      }
     }
+  }
+  const keyOf = (start: number, network: string) => `${network}|${bucketStart(start, WEEK)}`
+  each((start, network, up, down) => {
+    const key = keyOf(start, network)
+    quick.set(key, (quick.get(key) ?? 0) + Number(up) + Number(down))
+  })
+  const sums = new Map<string, bigint>()
+  const large = new Set<string>()
+  for (const [key, sum] of quick) {
+    if (Number.isSafeInteger(sum)) sums.set(key, BigInt(sum))
+    else large.add(key)
+  }
+  if (large.size > 0) {
+    each((start, network, up, down) => {
+      const key = keyOf(start, network)
+      if (large.has(key)) sums.set(key, (sums.get(key) ?? 0n) + BigInt(up) + BigInt(down))
+    })
   }
   return sums
 }
