@@ -4,10 +4,20 @@
 kns() { npx --no-install kns "$@"; }
 # field <path> < json: one value of a JSON document (dots between keys).
 field() { node -e 'let s = ""; process.stdin.on("data", (d) => { s += d }).on("end", () => {
-  const v = process.argv[1].split(".").reduce((o, k) => o?.[k], JSON.parse(s))
+  let doc
+  try { doc = JSON.parse(s) } catch { console.error(`${process.env.TOUR || "tour"}: expected a JSON answer, got ${JSON.stringify(s.slice(0, 200))}`); process.exit(1) }
+  const v = process.argv[1].split(".").reduce((o, k) => o?.[k], doc)
   if (v === undefined) { console.error(`no ${process.argv[1]} in ${s}`); process.exit(1) }
   console.log(typeof v === "string" ? v : JSON.stringify(v)) })' "$1"; }
 step() { printf '\n== %s\n' "$*" >&2; }
+# say <text>: what a CLI step did (its answer went into a variable).
+say() { printf '   %s\n' "$*" >&2; }
+# need_server: stops with what to do when no server answers at BASE.
+need_server() {
+  curl -sS -o /dev/null --max-time 5 "$BASE/healthz" 2>/dev/null && return 0
+  printf '%s: no KNS server answers at %s. Start one in another terminal (npm start), or point the tour at yours:\n  KNS_URL=http://localhost:<port> %s\n' "${TOUR:-tour}" "$BASE" "$0" >&2
+  exit 1
+}
 # call <method> <path> [json]: the request with the key (when KEY is set), its answer printed.
 call() {
   local method=$1 path=$2 body=${3:-}

@@ -14,7 +14,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BASE=${KNS_URL:-http://localhost:8080}
+# The server's address: KNS_URL, else its PORT (from the environment or ./.env, as npm start reads it).
+[ -z "${PORT:-}" ] && [ -f .env ] && PORT=$(sed -n 's/^PORT=//p' .env | tail -n 1)
+BASE=${KNS_URL:-http://localhost:${PORT:-8080}}
 export KNS_URL=$BASE                               # `kns phone-login` talks to the server over HTTP
 RUN="$(date +%s)-$RANDOM"                          # fresh reference numbers on every run
 PHONE="+1415555$(printf %04d $((RANDOM % 10000)))"
@@ -25,9 +27,11 @@ SESSION="$TMP/phone-login.json"                    # the login's ephemeral key: 
 TOUR="tour"
 # kns, field, step, call, expect
 source docs/tour-helpers.sh
+need_server
 
 step "An API key for the vendor (the first start also printed a development key)"
 KEY=$(kns api-key create --vendor "Tour Bank" --scopes approvals,caller --json | field key)
+say "created an API key for Tour Bank (scopes approvals, caller): ${KEY:0:24}..."
 
 step "Register (or log in): the number gets a KNS token minted to its zkLogin address"
 ZK_ADDRESS=$(call POST /numsys/register-user-login "{\"email\":\"ada@example.com\",\"phoneNumber\":\"$PHONE\"}" | field zkAddress)
@@ -48,6 +52,7 @@ kns phone-login finish --code "$CODE" --session "$SESSION" --json | expect addre
 
 step "The owner signs signMessage with the phone login (a zkLogin signature), the vendor's service verifies"
 SIG=$(kns phone-login sign-approval --ref "$REF" --session "$SESSION")
+say "signed signMessage as $ZK_ADDRESS with the phone login (a zkLogin signature, ${#SIG} characters)"
 call POST /numsys/verify_signature "{\"approvalNumber\":\"$REF\",\"signature\":\"$SIG\"}" | expect success true
 call GET "/numsys/transaction_details?ref=$REF" | expect wallet "$ZK_ADDRESS"
 
@@ -56,19 +61,24 @@ REF=$(call POST /numsys/approval-phone "{\"title\":\"Wire transfer\",\"message\"
   \"successRedirectUrl\":\"https://example.com/ok\",\"cancelRedirectUrl\":\"https://example.com/cancel\",
   \"referenceNumber\":\"tour-event-$RUN\",\"method\":\"event\",\"phoneNumber\":\"$PHONE\"}" | field approvalNumber)
 SIG=$(kns phone-login sign-ledger-approve --object-id "$TOKEN" --ref "$REF" --session "$SESSION")
+say "signed the kns::approve text for token $TOKEN and ref $REF"
 DIGEST=$(call POST /ledger/v1/approve "{\"objectId\":\"$TOKEN\",\"ref\":\"$REF\",\"signature\":\"$SIG\"}" | field digest)
 call POST /numsys/verify_transaction "{\"approvalNumber\":\"$REF\",\"digest\":\"$DIGEST\"}" | expect success true
 call GET "/numsys/transaction_details?ref=$REF" | expect approved true
 
 step "Caller verification: an operator key in a keystore, linked to the number"
 kns keystore keygen --out "$TMP/op" >/dev/null        # a bare name would go under $DATA_DIR/keys
+say "made an ES256 key pair: $TMP/op.key.pem (private), $TMP/op.pub.pem"
 KEYSTORE=$(kns keystore create --name "Op Telecom" --creator "$ZK_ADDRESS" --public-key "$TMP/op.pub.pem" --json)
 KEYSTORE_ID=$(field objectId <<<"$KEYSTORE")
 KEY_ID=$(field keyId <<<"$KEYSTORE")
+say "created keystore $KEYSTORE_ID holding key $KEY_ID"
 kns registry link --phone "$PHONE" --keystore "$KEYSTORE_ID" >/dev/null
+say "linked $PHONE to it: calls from $PHONE may be signed with that key"
 
 step "A call signed with that key (a PASSporT is fresh for CALL_MAX_AGE_S = 60 s: verify it right away)"
 JWT=$(kns passport sign --orig "$PHONE" --dest +14155550199 --key "$TMP/op.key.pem" --kid "$KEY_ID")
+say "signed a PASSporT for a call from $PHONE to +14155550199: ${JWT:0:32}..."
 call POST /numsys/call-signature-verification "{\"origTN\":\"$PHONE\",\"destTN\":\"+14155550199\",\"jwt\":\"$JWT\"}" | expect success true
 call POST /numsys/object-id-lookup "{\"phoneNumber\":\"$PHONE\"}" | expect objectId "$TOKEN"
 

@@ -325,7 +325,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (smsDelivery === 'http' && smsHttpUrl === undefined) throw new ConfigError('SMS_DELIVERY=http needs SMS_HTTP_URL (e.g. Kannel\'s http://host:13013/cgi-bin/sendsms?username=..&password=..)')
   return {
     port,
-    host: env.HOST || '0.0.0.0',
+    // Loopback unless asked: a first `npm start` prints a key with every scope, and must not
+    // offer it to the network. HOST=0.0.0.0 (or an address) for a deployment.
+    host: env.HOST || '127.0.0.1',
     dataDir: env.DATA_DIR || './data',
     databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
     publicBaseUrl,

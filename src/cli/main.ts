@@ -168,9 +168,10 @@ export async function main(argv: string[]): Promise<number> {
     // Every command below uses the database: say which, and never create one by accident:
     // only the server, `migrate` and `seed` (which exist to fill one) create it, and say so.
     const creates = command === 'migrate' || command === 'serve' || command === 'seed'
-    if (!creates) requireExistingDatabase(config)
+    // doctor reports a missing database as a finding, with what creates it.
+    if (!creates && command !== 'doctor') requireExistingDatabase(config)
     if (!json && command !== 'serve') {
-      process.stderr.write(`kns: ${databaseExists(config) ? 'using' : 'creating a new database:'} ${describeDatabase(config)}\n`)
+      process.stderr.write(`kns: ${databaseExists(config) ? 'using' : command === 'doctor' ? 'no database yet:' : 'creating a new database:'} ${describeDatabase(config)}\n`)
     }
     if (command === 'migrate') {
       const db = openDatabase(config, 'tool')

@@ -20,7 +20,8 @@ const SHUTDOWN_GRACE_MS = 10_000
 async function issueDevelopmentKey(service: Service): Promise<void> {
   if (service.db.engine !== 'sqlite') return
   if ((await countApiKeys(service.db)) > 0 || (await getSetting(service.db, 'dev_key_issued')) !== undefined) return
-  const key = await createApiKey(service.db, { vendor: 'Development', scopes: [...SCOPES], rate: service.config.defaultKeyRate })
+  // Owners see the vendor's name on the approval page: one that says what it is.
+  const key = await createApiKey(service.db, { vendor: 'Example Vendor (development key)', scopes: [...SCOPES], rate: service.config.defaultKeyRate })
   await service.db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', ['dev_key_issued', key.id])
   const base = service.config.publicBaseUrl
   process.stdout.write([

@@ -30,7 +30,46 @@ test('LEDGER=local: the database is checked, the embedded ledger needs nothing',
   assert.equal(result.code, 0, result.stderr)
   const body = oneJson(result) as { ok: boolean; checks: Check[] }
   assert.equal(body.ok, true)
-  assert.deepEqual(body.checks.map((c) => c.name), ['database', 'ledger'])
+  assert.deepEqual(body.checks.map((c) => c.name), ['database', 'server secret', 'zkLogin identity', 'public URL', 'ledger'])
+})
+
+test('what the first start pinned is checked against this configuration: where the server would refuse, doctor fails too', async () => {
+  const served = await freshDatabaseEnv({ KNS_SECRET: 'doctor-secret-0123456789abcdef-012345', PUBLIC_BASE_URL: 'https://kns.example.com' })
+  try {
+    // The first start pins the secret, the zkLogin identity and the public URL.
+    const { openService } = await import('../../src/service.ts')
+    await (await openService(served.config)).close()
+    assert.equal((await runKns(['doctor'], served.env)).code, 0)
+    const cases: Array<[string, Record<string, string | undefined>, RegExp]> = [
+      ['server secret', { KNS_SECRET: 'another-secret-0123456789abcdef-0123456' }, /FAIL +server secret: KNS_SECRET is not the secret/],
+      ['zkLogin identity', { ZKLOGIN_CLIENT_ID: 'other-client' }, /FAIL +zkLogin identity: .*differ from the pinned/],
+      ['public URL', { PUBLIC_BASE_URL: undefined, PORT: '9999' }, /FAIL +public URL: PUBLIC_BASE_URL is not set and this database is served as https:\/\/kns\.example\.com/],
+    ]
+    for (const [name, change, expected] of cases) {
+      const env: Record<string, string> = { ...served.env }
+      for (const [k, v] of Object.entries(change)) if (v === undefined) delete env[k]; else env[k] = v
+      const result = await runKns(['doctor'], env)
+      assert.equal(result.code, 1, `${name}: ${result.stdout}`)
+      assert.match(result.stdout, expected)
+      assert.match(result.stdout, /some checks failed/)
+    }
+  } finally {
+    await served.cleanup()
+  }
+})
+
+test('a database that does not exist is said so, with what creates it (not "unreachable")', async () => {
+  const none = await freshDatabaseEnv()
+  try {
+    const result = await runKns(['doctor'], none.env)
+    assert.equal(result.code, 1)
+    if (none.env.DATABASE_URL === undefined) assert.match(result.stdout, /FAIL +database: SQLite .* does not exist yet: `npm start` \(or `kns migrate`\) creates it/)
+    const missing = await runKns(['doctor'], { ...none.env, DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/kns_no_such_database' })
+    assert.equal(missing.code, 1)
+    assert.match(missing.stdout, /the database "kns_no_such_database" does not exist: create it/)
+  } finally {
+    await none.cleanup()
+  }
 })
 
 test('LEDGER=sui against a sound deployment: every check passes, exit 0', async () => {
@@ -53,6 +92,6 @@ test('LEDGER=sui with the ledger unreachable: exit 1, saying so without the endp
   const result = await runKns(['doctor', '--json'], { ...fresh.env, ...stub.ledgerEnv(), SUI_GRAPHQL_URL: 'http://127.0.0.1:9/v1/secretpath/graphql?key=secretquery', LEDGER_TIMEOUT_MS: '1000' })
   assert.equal(result.code, 1)
   const body = oneJson(result) as { checks: Check[] }
-  assert.match(body.checks[1]?.detail ?? '', /cannot be asked/)
-  assert.doesNotMatch(result.stdout + result.stderr, /secret/)
+  assert.match(body.checks.find((c) => c.name === 'ledger')?.detail ?? '', /cannot be asked/)
+  assert.doesNotMatch(result.stdout + result.stderr, /secretpath|secretquery/)
 })

@@ -56,7 +56,7 @@ async function close(service: Service): Promise<void> {
 test('defaults', () => {
   const config = loadConfig({})
   assert.equal(config.port, 8080)
-  assert.equal(config.host, '0.0.0.0')
+  assert.equal(config.host, '127.0.0.1', 'loopback unless HOST says otherwise')
   assert.equal(config.publicBaseUrl, 'http://localhost:8080')
   assert.equal(config.ledger, 'local')
   assert.equal(config.approvalTtlS, 900)

@@ -81,3 +81,15 @@ test('docs/tour.sh runs against a fresh server, every step as it expects', { tim
   assert.match(result.output, new RegExp(`"approved":true,"method":"sign".*"phoneLogin":true.*"wallet":"${zkAddress}"`))
   await server.stop()
 })
+
+test('without a server: the tour says how to point it at one, in one message, without a stack trace', { skip: skipReason() ?? false }, async () => {
+  const env = await freshDatabaseEnv()
+  try {
+    const result = await run('bash', ['docs/tour.sh'], childEnv({ ...env.env, KNS_URL: 'http://127.0.0.1:9' }), async () => '')
+    assert.equal(result.code, 1)
+    assert.match(result.output, /no KNS server answers at http:\/\/127\.0\.0\.1:9\. Start one in another terminal \(npm start\), or point the tour at yours:\n  KNS_URL=/)
+    assert.doesNotMatch(result.output, /^\s+at /m, 'no stack trace')
+  } finally {
+    await env.cleanup()
+  }
+})

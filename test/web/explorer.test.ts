@@ -477,6 +477,7 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       await page.goto(`${empty.url}/`)
       await page.locator('main[aria-busy="false"]').waitFor()
       await page.locator('#empty').waitFor()
+      assert.match(await text(page, '#empty .empty-hint'), /npx kns seed --demo/, 'the operator of a fresh server learns how to see it filled')
       await page.locator('#fig-ns:not(.loading)').waitFor()
       assert.equal(await text(page, '#fig-sessions'), '0')
       assert.equal(await text(page, '#fig-ns'), '0')
