@@ -17,13 +17,15 @@ import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
 import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './shaken-commands.ts'
 import { oidcCommand, OIDC_OPTIONS, OIDC_USAGE } from './oidc-commands.ts'
+import { checkWorkers, isWorker, runPrimary, workerCount } from './workers.ts'
 import { phoneLoginCommand, PHONE_LOGIN_OPTIONS, PHONE_LOGIN_USAGE } from './phone-login-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
 Usage: kns <command> [options] [--json]
 
-  serve                                   start the HTTP API (same as npm start)
+  serve [--workers <n>|auto]              start the HTTP API (same as npm start); --workers (or WORKERS): that many
+                                          processes on one port, PostgreSQL only
   migrate                                 apply pending database migrations
   doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
   prune [--older-than-days <n>]           delete finished webhook deliveries, events and read ledger feed rows older
@@ -82,6 +84,7 @@ const OPTIONS = {
   ...OIDC_OPTIONS,
   ...PHONE_LOGIN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
+  workers: { type: 'string' },
   'older-than-days': { type: 'string' },
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
@@ -188,6 +191,19 @@ export async function main(argv: string[]): Promise<number> {
       const { doctorCommand } = await import('./doctor-command.ts')
       return await doctorCommand(config, out)
     }
+    if (command === 'serve' && !isWorker()) {
+      const workers = workerCount(args.values.workers as string | undefined)
+      checkWorkers(workers, config)
+      if (workers > 1) {
+        // Once, before the workers: migrations, and what the first start pins (so N workers
+        // do not race to pin it); then the workers, each a whole server.
+        await (await openService(config, { role: 'server', pinSecret: true })).close()
+        const { buildPagesIfStale } = await import('./serve.ts')
+        buildPagesIfStale()
+        runPrimary(workers, (line) => process.stdout.write(`${JSON.stringify({ ...line, time: Date.now(), role: 'primary', pid: process.pid })}\n`))
+        return -1
+      }
+    }
     const service = await openService(config, {
       watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool',
       // What fills a database may make its secret, as the first start would: the server, the
@@ -197,7 +213,8 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') {
       // Loaded only here: the HTTP stack is most of the CLI's start-up time.
       const { buildPagesIfStale, serve } = await import('./serve.ts')
-      buildPagesIfStale()
+      // A worker's primary built the pages already.
+      if (!isWorker()) buildPagesIfStale()
       await serve(service)
       return -1 // keeps running; shutdown exits the process
     }

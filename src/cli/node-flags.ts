@@ -23,6 +23,8 @@ export function missingServerFlags(execArgv: readonly string[], nodeOptions: str
 
 /** Re-executes this process with the missing server flags; returns only when none is missing or the platform cannot (Windows: V8's defaults). */
 export function ensureServerFlags(): void {
+  // A cluster worker inherits the primary's flags, and must keep its IPC channel (no exec).
+  if (process.env.KNS_WORKER === '1') return
   const missing = missingServerFlags(process.execArgv, process.env.NODE_OPTIONS)
   if (missing.length === 0 || typeof process.execve !== 'function') return
   try {

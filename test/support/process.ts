@@ -106,9 +106,9 @@ export interface RunningServer {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Starts `kns serve` on a free port and waits until GET /healthz answers 200. */
-export async function startServer(env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<RunningServer> {
+export async function startServer(env: Record<string, string>, options: { timeoutMs?: number; args?: string[] } = {}): Promise<RunningServer> {
   const port = await freePort()
-  const child = spawn(NODE, [KNS, 'serve'], {
+  const child = spawn(NODE, [KNS, 'serve', ...(options.args ?? [])], {
     cwd: env.DATA_DIR ?? ROOT,
     env: childEnv({ HOST: '127.0.0.1', ...env, PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],

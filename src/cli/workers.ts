@@ -1,0 +1,72 @@
+/**
+ * `kns serve --workers N` (or WORKERS=N): N server processes on one port (node:cluster: the
+ * primary accepts nothing itself, the kernel spreads connections), so a machine's every core
+ * serves. Each worker is a whole server with its own database pool; what must happen once is
+ * coordinated through the database as between machines: the ledger watcher by its leader lock,
+ * webhook deliveries by their claims, migrations by their advisory lock (run once here first).
+ * PostgreSQL only: SQLite has one writer, and its processes would queue behind each other.
+ */
+import cluster, { type Worker } from 'node:cluster'
+import { availableParallelism } from 'node:os'
+import type { Config } from '../config.ts'
+import { ConfigError } from '../errors.ts'
+
+/** Restarting a worker that keeps dying is slowed down to at most one a second... */
+const RESPAWN_MIN_MS = 1000
+/** ...and the primary gives the workers this long to finish in-flight requests on SIGTERM. */
+const STOP_GRACE_MS = 15_000
+
+/** `--workers` (wins) or WORKERS: a count, or `auto` for one per core. 1 when neither is set. */
+export function workerCount(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = (flag ?? env.WORKERS ?? '1').trim()
+  if (raw === 'auto') return availableParallelism()
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new ConfigError(`--workers / WORKERS must be a whole number from 1 to 256, or auto; got ${JSON.stringify(raw)}`)
+  return n
+}
+
+/** Refuses several workers on the embedded database, saying what to do instead. */
+export function checkWorkers(count: number, config: Pick<Config, 'databaseUrl'>): void {
+  if (count > 1 && config.databaseUrl === undefined) {
+    throw new ConfigError(`--workers ${count} needs PostgreSQL (DATABASE_URL): the embedded SQLite database has one writer, ` +
+      'so its processes would only queue behind each other. Serve SQLite with one process, or move to PostgreSQL')
+  }
+}
+
+export const isWorker = (): boolean => cluster.isWorker
+
+/**
+ * The primary: forks `count` workers (each runs `kns serve` as a worker), replaces one that
+ * dies, and on SIGTERM/SIGINT stops them all (each finishes its requests) and exits.
+ */
+export function runPrimary(count: number, log: (line: Record<string, unknown>) => void): void {
+  let stopping = false
+  const started = new Map<number, number>()
+  const fork = () => {
+    const worker = cluster.fork({ KNS_WORKER: '1' })
+    started.set(worker.id, Date.now())
+  }
+  cluster.on('exit', (worker: Worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
+      return
+    }
+    const lived = Date.now() - (started.get(worker.id) ?? 0)
+    started.delete(worker.id)
+    log({ level: 'error', msg: 'worker exited; starting another', pid: worker.process.pid, code, signal })
+    setTimeout(fork, Math.max(0, RESPAWN_MIN_MS - lived))
+  })
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return
+    stopping = true
+    log({ level: 'info', msg: 'shutting down the workers', signal })
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
+    setTimeout(() => process.exit(1), STOP_GRACE_MS).unref()
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
+  }
+  cluster.on('listening', (worker: Worker) => log({ level: 'info', msg: 'worker listening', pid: worker.process.pid }))
+  process.once('SIGTERM', () => stop('SIGTERM'))
+  process.once('SIGINT', () => stop('SIGINT'))
+  for (let i = 0; i < count; i++) fork()
+  log({ level: 'info', msg: `serving with ${count} worker processes`, workers: count })
+}
