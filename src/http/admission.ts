@@ -216,7 +216,7 @@ export class Admission {
 
   /**
    * Before Fastify: a request on a refused connection, or one that arrives while the loop lags
-   * past SHED_LAG_MS, is answered 503 here, for the price of Node's parse only. Shedding is
+   * past SHED_LAG_MS with a quarter of MAX_IN_FLIGHT busy, is answered 503 here, for the price of Node's parse only. Shedding is
    * fair between clients (an API key, else a client address): while the loop lags, a client
    * sending no more than an equal share of the recent requests is still served, so one
    * flooding client is what gets shed, not its neighbours. Past the limit, a heavy client's
@@ -236,7 +236,9 @@ export class Admission {
     const client = clientOf(req)
     this.#seen.set(client, (this.#seen.get(client) ?? 0) + 1)
     this.#seenTotal++
-    if (this.#lag <= limit) return false
+    // Lag alone is not overload: another process, a GC pause or a slow disk lags the loop too.
+    // Shed only while this server is also busy with requests of its own.
+    if (this.#lag <= limit || this.#inFlight + this.queued < Math.max(4, this.#limits.maxInFlight / 4)) return false
     const priority = priorityOf(req.url ?? '/', this.#loginPath)
     if (priority === 'ops') return false
     if (this.#isLight(client)) return false

@@ -96,6 +96,13 @@ test('a dead endpoint with 150 deliveries queued does not delay another vendor\'
   // The endpoint answers again; the pause ends (here: at once), one probe, then the backlog.
   silent = false
   for (const s of held.splice(0)) s.destroy()
+  // The attempts that were hanging fail now and are recorded (they may pause it again): wait for them first.
+  const settled = Date.now() + 10_000
+  while (Date.now() < settled) {
+    const busy = await h.service.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE subscription_id = $1 AND state = 'pending' AND claim IS NOT NULL`, [a.sub.id])
+    if (Number(busy!.n) === 0) break
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
   await h.service.db.run('UPDATE webhook_subscriptions SET paused_until = $1 WHERE id = $2', [Date.now() - 1, a.sub.id])
   await h.service.db.run(`UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE subscription_id = $2 AND state = 'pending'`, [Date.now() - 1, a.sub.id])
   h.service.events.deliveries.wake()
