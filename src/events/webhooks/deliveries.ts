@@ -83,8 +83,12 @@ export async function claimDue(db: Database, now: number, limit: number, leaseMs
       WHERE r.rn + COALESCE(busy.n, 0) <= CASE WHEN s.consecutive_failures >= $5 THEN 1 ELSE $6 END
       ORDER BY r.rn, r.next_attempt_at, r.id LIMIT $4`
   const params = only !== undefined ? [claim, now + leaseMs, now, limit, only] : [claim, now + leaseMs, now, limit, fairness.breakerFailures, fairness.perEndpoint]
+  // The lease is checked again on the locked row (PostgreSQL re-reads a row another claimer
+  // changed meanwhile; the chosen ids alone are from the statement's snapshot), so a delivery
+  // another process claimed a moment ago is skipped, not claimed twice.
   const claimed = await db.run(`UPDATE webhook_deliveries SET claim = $1, locked_until = $2, attempts = attempts + 1
-    WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (${pick}) ${skipLocked})`, params)
+    WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (${pick})
+      AND state = 'pending' AND (locked_until IS NULL OR locked_until <= $3) ${skipLocked})`, params)
   if (claimed === 0) return []
   const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number; removed_at: number | null }>(
     `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at, s.removed_at
