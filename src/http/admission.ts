@@ -22,6 +22,8 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { OverloadedError } from '../errors.ts'
+import { errorBody } from './error-body.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 
 export type Priority = 'critical' | 'normal' | 'low' | 'ops'
@@ -67,10 +69,10 @@ const LAG_WINDOW = 5
  */
 function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: string = randomUUID()): void {
   if (res.destroyed || res.headersSent) return
-  const text = `${why}: retry in 1 s`
-  const body = `{"success":false,"code":"OVERLOADED","error":"${text}","message":"${text}","requestId":${JSON.stringify(requestId)}}`
-  res.writeHead(503, {
-    'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': '1',
+  const err = new OverloadedError(`${why}: retry in 1 s`, 1)
+  const body = JSON.stringify(errorBody(err.code, err.message, requestId))
+  res.writeHead(err.status, {
+    'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': String(err.retryAfterS),
     'cache-control': 'no-store', 'x-request-id': requestId, ...(close ? { connection: 'close' } : {}),
   })
   res.end(body)
@@ -206,14 +208,15 @@ export class Admission {
   #seenBefore = new Map<string, number>()
   #seenTotal = 0
   #seenBeforeTotal = 0
+  /** Distinct clients in the two windows (kept as requests are counted: no set built per request). */
+  #clients = 0
   #ticks = 0
 
   /** Whether `client` sent no more than an equal share of the recent requests (always, while nothing is counted). */
   #isLight(client: string): boolean {
     const total = this.#seenTotal + this.#seenBeforeTotal
     if (total === 0) return true
-    const clients = new Set([...this.#seen.keys(), ...this.#seenBefore.keys()]).size
-    return (this.#seen.get(client) ?? 0) + (this.#seenBefore.get(client) ?? 0) <= total / Math.max(1, clients)
+    return (this.#seen.get(client) ?? 0) + (this.#seenBefore.get(client) ?? 0) <= total / Math.max(1, this.#clients)
   }
 
   #rotateWindow(): void {
@@ -221,6 +224,7 @@ export class Admission {
     this.#seenBeforeTotal = this.#seenTotal
     this.#seen = new Map()
     this.#seenTotal = 0
+    this.#clients = this.#seenBefore.size
   }
 
   /**
@@ -243,7 +247,9 @@ export class Admission {
     const limit = this.#limits.lagLimitMs
     if (limit === 0) return false
     const client = clientOf(req)
-    this.#seen.set(client, (this.#seen.get(client) ?? 0) + 1)
+    const mine = this.#seen.get(client)
+    if (mine === undefined && !this.#seenBefore.has(client)) this.#clients++
+    this.#seen.set(client, (mine ?? 0) + 1)
     this.#seenTotal++
     // Lag alone is not overload: another process, a GC pause or a slow disk lags the loop too.
     // Shed only while this server is also busy with requests of its own.
@@ -276,8 +282,7 @@ export class Admission {
     // A client sending no more than an equal share of the recent requests (the light one
     // beside a flood) is not held back by the bound: what it adds is at most its share. Nobody
     // else overtakes those already waiting.
-    const light = this.#limits.lagLimitMs > 0 && this.#isLight(clientOf(request.raw))
-    if (light || (this.#fits(priority) && !this.#waitingAtOrAbove(priority))) {
+    if ((this.#fits(priority) && !this.#waitingAtOrAbove(priority)) || (this.#limits.lagLimitMs > 0 && this.#isLight(clientOf(request.raw)))) {
       this.#inFlight++
       return this.#release(request, reply)
     }

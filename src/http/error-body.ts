@@ -13,11 +13,10 @@ export function errorBody(code: ErrorCode, text: string, requestId: string, fiel
 
 /**
  * A whole HTTP/1.1 response in the error shape, for a socket that has no request object to
- * answer through (a parser error, a connection refused before any request); it closes the connection.
+ * answer through (a parser error, a slow client); it closes the connection.
  */
 export function rawErrorResponse(err: KnsError): string {
   const body = JSON.stringify(errorBody(err.code, err.message, randomUUID()))
-  const retryAfter = 'retryAfterS' in err && typeof err.retryAfterS === 'number' ? `Retry-After: ${err.retryAfterS}\r\n` : ''
-  return `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${retryAfter}` +
+  return `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
 }

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
-import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, OverloadedError, RateLimitedError } from '../errors.ts'
+import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
 import { PATTERN_WORDS } from '../contract/text.ts'
 import { errorBody } from './error-body.ts'
 import { methodNotAllowed, trackRouteMethods } from './transport.ts'
@@ -65,7 +65,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       err = new DatabaseUnavailableError('the database is unavailable; retry shortly') as unknown as FastifyError
     }
     if (err instanceof KnsError) {
-      if (err instanceof RateLimitedError || err instanceof OverloadedError) reply.header('retry-after', String(err.retryAfterS))
+      if (err instanceof RateLimitedError) reply.header('retry-after', String(err.retryAfterS))
       // A client refused for its key or its rate gets its connection closed: held open, it is
       // how one keyless client pinned thousands of descriptors.
       if (err.status === 401 || err.status === 403 || err.status === 429) reply.header('connection', 'close')

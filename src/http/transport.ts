@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest, FastifyReply, FastifyServerOptions } from 'fastify'
-import { HeadersTooLargeError, KnsError, MethodNotAllowedError, OverloadedError, RateLimitedError, RequestTimeoutError, ValidationError } from '../errors.ts'
+import { HeadersTooLargeError, KnsError, MethodNotAllowedError, RateLimitedError, RequestTimeoutError, ValidationError } from '../errors.ts'
 import { errorBody, rawErrorResponse } from './error-body.ts'
 
 export interface TransportLimits {
@@ -58,7 +58,7 @@ export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () 
       // app's error handler is not in reach: the body is written here.
       const send = (failure: KnsError) => {
         reply.status(failure.status).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
-        if (failure instanceof RateLimitedError || failure instanceof OverloadedError) reply.header('retry-after', String(failure.retryAfterS))
+        if (failure instanceof RateLimitedError) reply.header('retry-after', String(failure.retryAfterS))
         if (failure instanceof MethodNotAllowedError) reply.header('allow', failure.allow.join(', '))
         reply.send(JSON.stringify(errorBody(failure.code, failure.message, String(request.id))))
       }

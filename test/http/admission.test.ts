@@ -9,8 +9,6 @@ import { connect, type Socket } from 'node:net'
 import { after, describe, test } from 'node:test'
 import Fastify from 'fastify'
 import { Admission, priorityOf, useAdmission } from '../../src/http/admission.ts'
-import { errorBody } from '../../src/http/error-body.ts'
-import { OverloadedError } from '../../src/errors.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 
 /** A raw HTTP/1.1 connection from `localAddress` that sends one request and reads one answer, then stays open (keep-alive). */
@@ -132,10 +130,6 @@ describe('requests in flight', () => {
       { loginPath: '/oidc', trustedPeer: () => false })
     const server = Fastify()
     useAdmission(server, admission)
-    server.setErrorHandler((err, request, reply) => {
-      if (err instanceof OverloadedError) return reply.status(503).header('retry-after', String(err.retryAfterS)).send(errorBody(err.code, err.message, String(request.id)))
-      return reply.send(err)
-    })
     const held: Array<() => void> = []
     const slow = async () => { await new Promise<void>((resolve) => held.push(resolve)); return { ok: true } }
     server.post('/numsys/call-signature-verification', slow)
