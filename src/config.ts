@@ -91,6 +91,8 @@ export interface Config {
   stiTrustAnchors: string | undefined
   /** STI_CRL: revocation checking of x5u leaves. */
   stiCrl: 'off' | 'soft' | 'hard'
+  /** STI_CERT_POLICY: whether x5u certificates must carry the SHAKEN certificate policy (ATIS-1000080). */
+  stiCertPolicy: 'off' | 'warn' | 'enforce'
   /** x5u (and CRL) URLs may be http / reach private addresses: development and tests only. */
   x5uAllowHttp: boolean
   x5uAllowPrivate: boolean
@@ -369,6 +371,7 @@ export function loadConfig(env: Env = process.env): Config {
     callerTrust: trustOrder(env),
     stiTrustAnchors: env.STI_TRUST_ANCHORS || undefined,
     stiCrl: oneOf(env, 'STI_CRL', ['off', 'soft', 'hard'] as const, 'soft'),
+    stiCertPolicy: oneOf(env, 'STI_CERT_POLICY', ['off', 'warn', 'enforce'] as const, 'enforce'),
     x5uAllowHttp: oneOf(env, 'X5U_ALLOW_HTTP', ['true', 'false'] as const, 'false') === 'true',
     x5uAllowPrivate: oneOf(env, 'X5U_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',

@@ -145,7 +145,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     let certificateTrust: CertificateTrust
     try {
       certificateTrust = new CertificateTrust(db, {
-        order: config.callerTrust, crlMode: config.stiCrl, allowHttp: config.x5uAllowHttp, allowPrivate: config.x5uAllowPrivate,
+        order: config.callerTrust, crlMode: config.stiCrl, policyMode: config.stiCertPolicy, allowHttp: config.x5uAllowHttp, allowPrivate: config.x5uAllowPrivate,
         ...(config.stiTrustAnchors === undefined ? {} : { anchorsPath: config.stiTrustAnchors }),
         ...(options.x5uTlsCa === undefined ? {} : { tlsCa: options.x5uTlsCa }),
       })
@@ -160,6 +160,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       keyDirectory.subscribe(changes)
       phoneLinks.subscribe(changes)
       certificateTrust.anchors.subscribe(changes)
+      certificateTrust.crlSignerSet.subscribe(changes)
       shakenCredentials.subscribe(changes)
       decisionWaiters.subscribe(changes)
       if (ledger instanceof LocalLedger) ledger.subscribe(changes)

@@ -1,5 +1,5 @@
 import { check, CheckFailed, NOT_APPLICABLE } from '../lib/checks.ts'
-import type { CallContext, IdentityHeader } from './call-context.ts'
+import type { IdentityHeader, PassportContext } from './call-context.ts'
 
 /**
  * The SIP `Identity` header as a proxy has it (RFC 8224 4.1):
@@ -37,17 +37,8 @@ export function parseIdentityHeader(value: string): IdentityHeader {
   return header
 }
 
-/** First, when the request gave `identity`: its JWS becomes the token the other checks read. */
-export const parseIdentity = check<CallContext>('parse_identity_header', (ctx) => {
-  if (ctx.identity === undefined) return NOT_APPLICABLE
-  const parsed = parseIdentityHeader(ctx.identity)
-  ctx.identityHeader = parsed
-  ctx.jwt = parsed.jws
-  return ['info', 'alg', 'ppt'].filter((n) => parsed[n as keyof IdentityHeader] !== undefined).map((n) => `${n}=${parsed[n as keyof IdentityHeader]}`).join(', ') || 'no parameters'
-})
-
 /** After the JWS header is read: `info` names its x5u, `alg` and `ppt` agree with it (RFC 8224 4.1, 8588). */
-export const checkIdentityParameters = check<CallContext>('check_identity_parameters', (ctx) => {
+export const checkIdentityParameters = check<PassportContext>('check_identity_parameters', (ctx) => {
   const params = ctx.identityHeader
   if (params === undefined) return NOT_APPLICABLE
   const header = ctx.jws!.header
@@ -59,3 +50,8 @@ export const checkIdentityParameters = check<CallContext>('check_identity_parame
   }
   return 'agree with the PASSporT'
 })
+
+/** The request's parameters in the report: `info=..., ppt=...`. */
+export function describeIdentityHeader(parsed: IdentityHeader): string {
+  return (['info', 'alg', 'ppt'] as const).filter((n) => parsed[n] !== undefined).map((n) => `${n}=${parsed[n]}`).join(', ') || 'no parameters'
+}

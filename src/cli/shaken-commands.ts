@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs'
 import type { X509Certificate } from 'node:crypto'
 import { fingerprintOf, addTrustAnchors, listTrustAnchors, removeTrustAnchor } from '../caller/shaken/trust-anchors.ts'
 import { certificateFacts, nameOf, parseCertificates } from '../caller/shaken/x509.ts'
+import { addCrlSigners, listCrlSigners, removeCrlSigner } from '../caller/shaken/crl-signers.ts'
+import { policiesOf } from '../caller/shaken/certificate-policy.ts'
 import { ValidationError } from '../errors.ts'
 import type { Service } from '../service.ts'
 import { required, type Parsed } from './args.ts'
@@ -12,6 +14,9 @@ import { UsageError, type Output } from './output.ts'
 export const SHAKEN_USAGE = `  shaken trust add <file.pem>             store STI-CA trust anchors (CA certificates) in the database
   shaken trust list                       the anchors in use: STI_TRUST_ANCHORS and the stored ones
   shaken trust remove <fingerprint>       remove a stored anchor (SHA-256 fingerprint)
+  shaken crl-signer add <file.pem>        trust the certificate(s) that sign a CRL (the STI-PA's CRL signer: not a CA)
+  shaken crl-signer list
+  shaken crl-signer remove <fingerprint>
   shaken cert-info <file>                 subject, issuer, validity, key, TNAuthList (SPC/TNs) of each certificate
   shaken credential add --name <n> --key <private.pem> --cert <chain.pem> --x5u <public https URL>
                                           the STI-AS signing credential (the key stored encrypted, never shown)
@@ -24,6 +29,14 @@ function readFile(path: string | undefined, usage: string): Buffer {
     return readFileSync(path)
   } catch {
     throw new ValidationError(`cannot read ${path}`, { field: 'file' })
+  }
+}
+
+function policiesOrError(cert: X509Certificate): string[] | { error: string } {
+  try {
+    return policiesOf(cert)
+  } catch (err) {
+    return { error: err instanceof Error ? err.message : 'unreadable' }
   }
 }
 
@@ -43,6 +56,7 @@ export function describeCertificate(cert: X509Certificate): Record<string, unkno
     keyUsage: facts.keyUsage === null ? null : [...facts.keyUsage],
     tnAuthList: tn === null ? null : typeof tn === 'string' ? { error: tn } : tn,
     crlDistributionPoints: facts.crlUrls,
+    certificatePolicies: policiesOrError(cert),
     fingerprint: fingerprintOf(cert),
   }
 }
@@ -54,7 +68,9 @@ function certificateText(d: Record<string, unknown>): string {
   return [
     `subject:     ${String(d.subject)}`, `issuer:      ${String(d.issuer)}`, `valid:       ${String(d.notBefore)} .. ${String(d.notAfter)}`,
     `key:         ${String(d.key)}${d.ca === true ? ' (CA)' : ''}`, `key usage:   ${(d.keyUsage as string[] | null)?.join(', ') ?? 'none'}`,
-    `TNAuthList:  ${tnText}`, `CRL:         ${(d.crlDistributionPoints as string[]).join(', ') || 'none'}`, `fingerprint: ${String(d.fingerprint)}`,
+    `TNAuthList:  ${tnText}`, `CRL:         ${(d.crlDistributionPoints as string[]).join(', ') || 'none'}`,
+    `policies:    ${Array.isArray(d.certificatePolicies) ? (d.certificatePolicies as string[]).join(', ') || 'none' : 'unreadable'}`,
+    `fingerprint: ${String(d.fingerprint)}`,
   ].join('\n')
 }
 
@@ -102,9 +118,33 @@ async function credentialCommand(service: Service, { values, positionals }: Pars
   throw new UsageError(`unknown command 'kns shaken credential ${action ?? ''}'`)
 }
 
-/** kns shaken trust add | list | remove, kns shaken credential ... */
+/** kns shaken crl-signer add | list | remove */
+async function crlSignerCommand(service: Service, args: Parsed, out: Output): Promise<void> {
+  const action = args.positionals[2]
+  if (action === 'add') {
+    const added = await addCrlSigners(service.db, readFile(args.positionals[3], 'kns shaken crl-signer add <file.pem>'))
+    return out.result({ added: added.map(({ pem: _pem, ...a }) => ({ ...a, notAfter: new Date(a.notAfter).toISOString() })) },
+      added.map((a) => `trusted CRL signer ${a.fingerprint}  ${a.subject}`).join('\n'))
+  }
+  if (action === 'list') {
+    const signers = (await listCrlSigners(service.db)).map((a) => ({ fingerprint: a.fingerprint, subject: a.subject, notAfter: new Date(a.notAfter).toISOString() }))
+    return out.result({ crlSigners: signers }, signers.length === 0
+      ? 'no trusted CRL signers: a CRL counts when the leaf\'s issuer or a trust anchor signed it'
+      : signers.map((a) => `${a.fingerprint}  until ${a.notAfter}  ${a.subject}`).join('\n'))
+  }
+  if (action === 'remove') {
+    const fingerprint = args.positionals[3]
+    if (fingerprint === undefined) throw new UsageError('usage: kns shaken crl-signer remove <fingerprint>')
+    await removeCrlSigner(service.db, fingerprint)
+    return out.result({ removed: fingerprint.replaceAll(':', '').toLowerCase() }, `removed CRL signer ${fingerprint}`)
+  }
+  throw new UsageError(`unknown command 'kns shaken crl-signer ${action ?? ''}'`)
+}
+
+/** kns shaken trust add | list | remove, kns shaken crl-signer ..., kns shaken credential ... */
 export async function shakenCommand(service: Service, sub: string | undefined, args: Parsed, out: Output): Promise<void> {
   if (sub === 'credential') return credentialCommand(service, args, out)
+  if (sub === 'crl-signer') return crlSignerCommand(service, args, out)
   const { positionals } = args
   if (sub !== 'trust') throw new UsageError(`unknown command 'kns shaken ${sub ?? ''}'`)
   const action = positionals[2]

@@ -135,14 +135,39 @@ export const LedgerApproveRequest = Type.Object({
 })
 export const LedgerApproveResponse = Type.Object({ digest: Type.String() })
 
+/** One SIP Identity header value, or several (a diverted call: the shaken PASSporT's and one per diversion, any order). */
+const IdentityHeaderValue = Type.String({ minLength: 1, maxLength: 16384 })
+export const IdentityHeaders = Type.Union([
+  IdentityHeaderValue,
+  Type.Array(IdentityHeaderValue, { minItems: 1, maxItems: 10 }),
+], { description: 'the SIP Identity header value verbatim (`<jws>;info=<https://...>;alg=ES256;ppt=shaken`), or a list of them for a diverted call (RFC 8946: the shaken PASSporT and one div PASSporT per diversion, in any order)' })
+
 export const CallVerificationRequest = Type.Object({
   origTN: E164,
   destTN: E164,
   // The pipeline itself rejects JWTs over 8 KiB (reported in debug); this bound is the transport's.
   jwt: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'PASSporT (RFC 8225, SHAKEN RFC 8588), compact JWS; or give `identity`' })),
-  identity: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'extension: the SIP Identity header value verbatim (`<jws>;info=<https://...>;alg=ES256;ppt=shaken`), instead of `jwt`' })),
+  identity: Type.Optional(IdentityHeaders),
   debug: Type.Optional(Type.Boolean({ description: 'add a step-by-step report' })),
 })
+
+const TnList = Type.Array(Type.String(), { description: 'E.164 numbers with +' })
+export const DivLinkReport = Type.Object({
+  from: Type.String({ description: 'the number the call was diverted from (the div claim), E.164 with +' }),
+  to: TnList,
+  trust: Type.Union([Type.Literal('ledger'), Type.Literal('x5u')], { description: 'where the diverting provider\'s key came from' }),
+  spc: Type.Optional(Type.String()),
+  subject: Type.Optional(Type.String()),
+})
+export const RcdReport = Type.Object({
+  nam: Type.String({ description: 'the caller\'s display name' }),
+  crn: Type.Optional(Type.String({ description: 'the call reason' })),
+  apn: Type.Optional(Type.String({ description: 'an alternate presentation number, as signed' })),
+  icn: Type.Optional(Type.String({ description: 'an icon URL, as signed (fetched and checked only when rcdi covers it)' })),
+  jcard: Type.Optional(Type.Unknown({ description: 'the jCard (RFC 7095): from jcd, or fetched from jcl and checked against its rcdi digest' })),
+  jcl: Type.Optional(Type.String({ description: 'where the jCard was fetched from' })),
+  integrity: Type.Boolean({ description: 'an rcdi claim protected the rich call data (RFC 9795 integrity)' }),
+}, { description: 'RFC 9795 rich call data of a verified PASSporT' })
 
 export const CallVerificationResponse = Type.Object({
   success: Type.Boolean(),
@@ -153,6 +178,9 @@ export const CallVerificationResponse = Type.Object({
   verstat: Type.Union([Type.Literal('TN-Validation-Passed'), Type.Literal('TN-Validation-Failed'), Type.Literal('No-TN-Validation')],
     { description: 'extension: the verstat a SIP proxy puts in P-Asserted-Identity (ATIS-1000074)' }),
   sipReason: Type.Optional(Type.String({ description: 'extension, on failure: the RFC 8224 response a proxy would send: 403 Stale Date, 436 Bad Identity Info, 437 Unsupported Credential or 438 Invalid Identity Header' })),
+  div: Type.Optional(Type.Array(DivLinkReport, { description: 'on success of a diverted call: each diversion (RFC 8946), in the order the call took them' })),
+  rcd: Type.Optional(RcdReport),
+  rcdFailure: Type.Optional(Type.String({ description: 'on success, when the PASSporT\'s rich call data could not be verified: CODE: why (the call is verified, its rcd is not returned)' })),
   debug: Type.Optional(Type.Object({
     reason: Type.Optional(Type.String({ description: 'CODE: explanation of the first failing check' })),
     steps: Type.Array(Type.Object({ name: Type.String(), ok: Type.Boolean(), detail: Type.Optional(Type.String()) })),
@@ -172,7 +200,7 @@ export const StirVerificationRequest = Type.Object({
     from: Type.Object({ tn: AtisTn }),
     to: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10, description: 'the called number first' }) }),
     time: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'when the INVITE arrived, epoch seconds (within 5 minutes of the server clock): the PASSporT\'s freshness is judged at this time' }),
-    identity: Type.String({ minLength: 1, maxLength: 16384, description: 'the SIP Identity header value' }),
+    identity: IdentityHeaders,
   }),
 })
 export const StirVerificationResponse = Type.Object({

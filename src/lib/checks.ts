@@ -17,11 +17,32 @@ export class CheckFailed extends Error {
 /** Returned by a check that does not apply to this input (another branch of the pipeline): left out of the report. */
 export const NOT_APPLICABLE: unique symbol = Symbol('not applicable')
 
+/**
+ * A check made of other checks (alternatives tried in turn): it reports their steps in place
+ * of its own, passing (`Nested`) or failing (`NestedCheckFailed`).
+ */
+export class Nested {
+  readonly steps: StepReport[]
+  constructor(steps: StepReport[]) {
+    this.steps = steps
+  }
+}
+
+export class NestedCheckFailed extends CheckFailed {
+  readonly steps: StepReport[]
+  constructor(code: FailureCode, message: string, steps: StepReport[]) {
+    super(code, message)
+    this.steps = steps
+  }
+}
+
 export interface Check<C> {
   readonly name: string
   /** Throws CheckFailed to fail; may return a short detail for the step report, or NOT_APPLICABLE. */
-  run(ctx: C): Promise<string | void | typeof NOT_APPLICABLE> | string | void | typeof NOT_APPLICABLE
+  run(ctx: C): Promise<CheckResult> | CheckResult
 }
+
+type CheckResult = string | void | typeof NOT_APPLICABLE | Nested
 
 export interface StepReport { name: string; ok: boolean; detail?: string }
 
@@ -43,11 +64,16 @@ export async function runChecks<C>(checks: readonly Check<C>[], ctx: C): Promise
     try {
       const detail = await step.run(ctx)
       if (detail === NOT_APPLICABLE) continue
+      if (detail instanceof Nested) {
+        steps.push(...detail.steps)
+        continue
+      }
       steps.push(detail ? { name: step.name, ok: true, detail } : { name: step.name, ok: true })
     } catch (err) {
       if (!(err instanceof CheckFailed)) throw err
-      steps.push({ name: step.name, ok: false, detail: err.message })
-      return { ok: false, code: err.code, message: err.message, failedStep: step.name, steps }
+      if (err instanceof NestedCheckFailed) steps.push(...err.steps)
+      else steps.push({ name: step.name, ok: false, detail: err.message })
+      return { ok: false, code: err.code, message: err.message, failedStep: steps.at(-1)?.name ?? step.name, steps }
     }
   }
   return { ok: true, steps }

@@ -35,6 +35,7 @@ test('cert-info reads a publicly issued SHAKEN certificate: subject, issuer, P-2
   assert.deepEqual(cert!.keyUsage, ['digitalSignature'])
   assert.deepEqual(cert!.tnAuthList, { spcs: ['073H'], ranges: [], tns: [] })
   assert.deepEqual(cert!.crlDistributionPoints, ['https://authenticate-api.iconectiv.com/download/v1/crl'])
+  assert.deepEqual(cert!.certificatePolicies, ['2.16.840.1.114569.1.1.3'], 'the SHAKEN certificate policy (CP 1.3)')
 })
 
 test('cert-info on a bundle describes each certificate; a delegate certificate shows its TN range', async () => {
@@ -62,6 +63,21 @@ test('trust add (CA certificates only), list, remove', async () => {
   assert.equal((await runKns(['shaken', 'trust', 'remove', anchor!.fingerprint], fresh.env)).code, 0)
   assert.deepEqual(oneJson(await runKns(['shaken', 'trust', 'list', '--json'], fresh.env)).anchors, [])
   assert.equal((await runKns(['shaken', 'trust', 'remove', anchor!.fingerprint], fresh.env)).code, 1)
+})
+
+test('crl-signer add (a certificate that is not a CA), list, remove', async () => {
+  const file = join(pki.dir, 'crlSigner.pem')
+  const added = oneJson(await runKns(['shaken', 'crl-signer', 'add', file, '--json'], fresh.env))
+  const [signer] = added.added as Array<{ fingerprint: string; subject: string }>
+  assert.match(signer!.subject, /STI-PA CRL Signer/)
+  const listed = oneJson(await runKns(['shaken', 'crl-signer', 'list', '--json'], fresh.env))
+  assert.deepEqual((listed.crlSigners as Array<{ fingerprint: string }>).map((a) => a.fingerprint), [signer!.fingerprint])
+  const notSigner = await runKns(['shaken', 'crl-signer', 'add', join(pki.dir, 'noDigitalSignature.pem')], fresh.env)
+  assert.equal(notSigner.code, 2)
+  assert.match(notSigner.stderr, /not a CRL signer/)
+  assert.equal((await runKns(['shaken', 'crl-signer', 'remove', signer!.fingerprint], fresh.env)).code, 0)
+  assert.deepEqual(oneJson(await runKns(['shaken', 'crl-signer', 'list', '--json'], fresh.env)).crlSigners, [])
+  assert.equal((await runKns(['shaken', 'crl-signer', 'remove', signer!.fingerprint], fresh.env)).code, 1)
 })
 
 test('credential add (the key never shown), list, remove; a key that is not the certificate\'s is refused', async () => {

@@ -87,7 +87,7 @@ describe('x5u: the certificate trust source', () => {
     assert.equal(answer.spc, TEST_SPC)
     assert.match(String(answer.subject), /CN=SHAKEN spc/)
     assert.deepEqual(answer.debug.steps.map((s) => s.name), ['check_jws_format', 'check_header', 'check_claims', 'fetch_certificate',
-      'check_certificate_chain', 'check_tn_authorization', 'check_revocation', 'verify_signature'])
+      'check_certificate_chain', 'check_certificate_policy', 'check_tn_authorization', 'check_revocation', 'verify_signature'])
     assert.match(answer.debug.steps.find((s) => s.name === 'check_revocation')!.detail!, /not revoked/)
   })
 

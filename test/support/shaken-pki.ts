@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 export type LeafKind = 'spc' | 'range' | 'noTnAuth' | 'badTnAuth' | 'expired' | 'wrongCurve' | 'caTrue' | 'revoked' | 'untrusted' | 'noDigitalSignature'
-  | 'pastPathLen' | 'spcUnderRangeCa' | 'rangeUnderRangeCa'
+  | 'pastPathLen' | 'spcUnderRangeCa' | 'rangeUnderRangeCa' | 'noPolicy' | 'otherPolicy' | 'underNoPolicyCa'
 
 export interface TestLeaf {
   /** PEM private key (SEC1 EC). */
@@ -27,11 +27,18 @@ export interface ShakenPki {
   leaves: Record<LeafKind, TestLeaf>
   /** The intermediate's CRL (DER), revoking the `revoked` leaf. */
   crl: Buffer
+  /** The same revocations in a CRL signed by `crlSigner`, as the STI-PA's is: a certificate that is not a CA. */
+  indirectCrl: Buffer
+  /** A non-CA certificate (issued by the root) that signs `indirectCrl`. */
+  crlSigner: string
   tls: { ca: string; cert: string; key: string }
   cleanup(): void
 }
 
 export const TEST_SPC = '1234'
+/** The SHAKEN certificate policy (CP 1.3) the test STI-CA puts in its certificates. */
+export const SHAKEN_POLICY = '2.16.840.1.114569.1.1.3'
+
 /** The range the `range` leaf authorises: 100 numbers from +1 202 555 0100. */
 export const TEST_RANGE = { start: '12025550100', count: 100 }
 
@@ -41,6 +48,7 @@ function openssl(dir: string, args: string[]): void {
 
 const LEAF_EXTENSIONS = (crlUrl: string, tnAuth: string | null, extra = '') => `basicConstraints=critical,CA:FALSE
 keyUsage=critical,${extra === 'noDigitalSignature' ? 'keyAgreement' : 'digitalSignature'}
+${extra === 'noPolicy' ? '' : `certificatePolicies=${extra === 'otherPolicy' ? '1.3.6.1.4.1.99999.1' : SHAKEN_POLICY}`}
 subjectKeyIdentifier=hash
 authorityKeyIdentifier=keyid
 crlDistributionPoints=URI:${crlUrl}
@@ -84,6 +92,7 @@ subjectKeyIdentifier=hash
 [v3_inter]
 basicConstraints=critical,CA:TRUE,pathlen:0
 keyUsage=critical,keyCertSign,cRLSign
+certificatePolicies=${SHAKEN_POLICY}
 subjectKeyIdentifier=hash
 authorityKeyIdentifier=keyid
 [v3_tls]
@@ -96,14 +105,35 @@ ${leafSections('leaf_range', 'tn_range_list')}
 ${leafSections('leaf_none', null)}
 ${leafSections('leaf_bad', 'tn_bad')}
 ${leafSections('leaf_no_ds', 'tn_spc', 'noDigitalSignature')}
+${leafSections('leaf_no_policy', 'tn_spc', 'noPolicy')}
+${leafSections('leaf_other_policy', 'tn_spc', 'otherPolicy')}
+[crlsigner]
+dir = ${dir}
+database = $dir/index.txt
+crlnumber = $dir/crlnumber
+certificate = $dir/crlSigner.pem
+private_key = $dir/crlSigner.key
+default_md = sha256
+default_crl_days = 7
+[v3_crl_signer]
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,cRLSign,digitalSignature
+subjectKeyIdentifier=hash
+[v3_inter_no_policy]
+basicConstraints=critical,CA:TRUE,pathlen:0
+keyUsage=critical,keyCertSign,cRLSign
+subjectKeyIdentifier=hash
+authorityKeyIdentifier=keyid
 [v3_sub]
 basicConstraints=critical,CA:TRUE
 keyUsage=critical,keyCertSign,cRLSign
+certificatePolicies=${SHAKEN_POLICY}
 subjectKeyIdentifier=hash
 authorityKeyIdentifier=keyid
 [v3_range_ca]
 basicConstraints=critical,CA:TRUE,pathlen:0
 keyUsage=critical,keyCertSign,cRLSign
+certificatePolicies=${SHAKEN_POLICY}
 subjectKeyIdentifier=hash
 authorityKeyIdentifier=keyid
 1.3.6.1.5.5.7.1.26=ASN1:SEQUENCE:tn_range_list
@@ -156,6 +186,11 @@ junk=EXP:7,IA5:nope
   leafFromCa('caTrue', 'leaf_ca')
   leafFromCa('revoked', 'leaf_spc')
   leafFromCa('noDigitalSignature', 'leaf_no_ds')
+  leafFromCa('noPolicy', 'leaf_no_policy')
+  leafFromCa('otherPolicy', 'leaf_other_policy')
+  // An intermediate without the policy: its leaf (which has it) must not pass under enforce.
+  signedBy('noPolicyCa', '/C=US/O=KNS Test STI-CA/CN=Intermediate without policy', 'root', 'v3_inter_no_policy')
+  signedBy('underNoPolicyCa', '/C=US/O=KNS Test Carrier/CN=SHAKEN under no-policy CA', 'noPolicyCa', 'leaf_spc')
   // A CA below the intermediate, whose pathlen:0 allows none: its leaf must not pass.
   signedBy('subCa', '/C=US/O=KNS Test Carrier/CN=Sub CA', 'inter', 'v3_sub')
   signedBy('pastPathLen', '/C=US/O=KNS Test Carrier/CN=SHAKEN past pathlen', 'subCa', 'leaf_spc')
@@ -166,6 +201,10 @@ junk=EXP:7,IA5:nope
   openssl(dir, ['ca', '-batch', '-config', cnf, '-revoke', 'revoked.pem'])
   openssl(dir, ['ca', '-batch', '-config', cnf, '-gencrl', '-out', 'crl.pem'])
   openssl(dir, ['crl', '-in', 'crl.pem', '-outform', 'DER', '-out', 'crl.der'])
+  // The STI-PA's way: one CRL signed by a certificate that is not a CA.
+  signedBy('crlSigner', '/C=US/O=KNS Test STI-PA/CN=KNS Test STI-PA CRL Signer', 'root', 'v3_crl_signer')
+  openssl(dir, ['ca', '-batch', '-config', cnf, '-name', 'crlsigner', '-gencrl', '-out', 'indirect-crl.pem'])
+  openssl(dir, ['crl', '-in', 'indirect-crl.pem', '-outform', 'DER', '-out', 'indirect-crl.der'])
   // Signed by a CA no one trusts.
   selfSigned('rogue', '/C=US/O=Rogue CA/CN=Rogue Root', 'v3_root')
   signedBy('untrusted', '/C=US/O=Rogue Carrier/CN=SHAKEN untrusted', 'rogue', 'leaf_spc')
@@ -187,8 +226,12 @@ junk=EXP:7,IA5:nope
       pastPathLen: leaf('pastPathLen', read('subCa.pem') + inter),
       spcUnderRangeCa: leaf('spcUnderRangeCa', read('rangeCa.pem')),
       rangeUnderRangeCa: leaf('rangeUnderRangeCa', read('rangeCa.pem')),
+      noPolicy: leaf('noPolicy'), otherPolicy: leaf('otherPolicy'),
+      underNoPolicyCa: leaf('underNoPolicyCa', read('noPolicyCa.pem')),
     },
     crl: readFileSync(join(dir, 'crl.der')),
+    indirectCrl: readFileSync(join(dir, 'indirect-crl.der')),
+    crlSigner: read('crlSigner.pem'),
     tls: { ca: read('tlsroot.pem'), cert: read('tls.pem'), key: read('tls.key') },
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   }

@@ -4,6 +4,8 @@ import type { OutboundOptions } from '../../lib/outbound-http.ts'
 import { validateChain, type ChainFailure, type ValidatedChain } from './chain.ts'
 import { FetchCache } from './fetch-cache.ts'
 import { parseCrl, type CrlMode, type ParsedCrl } from './revocation.ts'
+import type { CertPolicyMode } from './certificate-policy.ts'
+import { CrlSigners } from './crl-signers.ts'
 import { TrustAnchors } from './trust-anchors.ts'
 import { parseCertificates } from './x509.ts'
 
@@ -13,6 +15,8 @@ export interface CertificateTrustOptions {
   /** CALLER_TRUST: which sources, in which order. */
   order: TrustSource[]
   crlMode: CrlMode
+  /** STI_CERT_POLICY; default enforce. */
+  policyMode?: CertPolicyMode
   /** STI_TRUST_ANCHORS: a PEM file or a directory of them. */
   anchorsPath?: string
   allowHttp: boolean
@@ -36,14 +40,20 @@ const FAILED_VALIDATION_MS = 60_000
 export class CertificateTrust {
   readonly order: TrustSource[]
   readonly crlMode: CrlMode
+  readonly policyMode: CertPolicyMode
   readonly certificates: FetchCache<X509Certificate[]>
   readonly crls: FetchCache<ParsedCrl>
+  /** RFC 9795 content calls name (a jCard at rcd.jcl, what rcdi covers): bytes, as fetched. */
+  readonly jcards: FetchCache<Buffer>
   readonly anchors: TrustAnchors
+  /** CRL signers trusted explicitly (the STI-PA's), besides the leaf's issuer and the anchors. */
+  readonly crlSignerSet: CrlSigners
   readonly #validations = new WeakMap<X509Certificate[], { version: number; until: number; result: ValidatedChain | ChainFailure }>()
 
   constructor(db: Executor, options: CertificateTrustOptions) {
     this.order = options.order
     this.crlMode = options.crlMode
+    this.policyMode = options.policyMode ?? 'enforce'
     const outbound: OutboundOptions = {
       ...X5U_LIMITS, allowHttp: options.allowHttp, allowPrivate: options.allowPrivate,
       ...(options.tlsCa === undefined ? {} : { ca: options.tlsCa }),
@@ -58,7 +68,15 @@ export class CertificateTrust {
       outbound: { ...outbound, maxResponseBytes: 1024 * 1024 }, maxEntries: 100,
       expiresAt: (crl) => (crl as ParsedCrl).nextUpdate,
     })
+    this.jcards = new FetchCache((body) => body, { outbound: { ...outbound, maxResponseBytes: 128 * 1024 }, maxEntries: 200 })
     this.anchors = new TrustAnchors(db, options.anchorsPath)
+    this.crlSignerSet = new CrlSigners(db)
+  }
+
+  /** Whose signature makes a CRL count besides the leaf's issuer: the trust anchors and the trusted CRL signers. */
+  async crlSigners(): Promise<X509Certificate[]> {
+    const [anchors, signers] = await Promise.all([this.anchors.all(), this.crlSignerSet.all()])
+    return [...anchors, ...signers]
   }
 
   /** The bundle's path to a trust anchor at `now` (cached), or why there is none. */

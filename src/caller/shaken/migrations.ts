@@ -1,6 +1,6 @@
 import type { Migration } from '../../db/migrations.ts'
 
-/** SHAKEN (versions 10-11): the stored STI-CA trust anchors, and the operator's signing credentials. */
+/** SHAKEN (versions 10-11, 17): the stored STI-CA trust anchors, and the operator's signing credentials. */
 export const SHAKEN_MIGRATIONS: Migration[] = [
   {
     version: 10,
@@ -24,6 +24,19 @@ export const SHAKEN_MIGRATIONS: Migration[] = [
         key_sealed TEXT NOT NULL,
         chain_pem TEXT NOT NULL,
         x5u TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        not_after BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+      )`,
+    ],
+  },
+  {
+    version: 17,
+    name: 'SHAKEN: CRL signers trusted explicitly (the STI-PA\'s CRL is signed by a certificate that is not a CA)',
+    up: [
+      `CREATE TABLE shaken_crl_signers (
+        fingerprint TEXT PRIMARY KEY,
+        pem TEXT NOT NULL,
         subject TEXT NOT NULL,
         not_after BIGINT NOT NULL,
         created_at BIGINT NOT NULL

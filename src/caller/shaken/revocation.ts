@@ -74,6 +74,10 @@ function signedBy(crl: ParsedCrl, issuer: X509Certificate): boolean {
   return ok
 }
 
+function within(cert: X509Certificate, now: number): boolean {
+  return now >= cert.validFromDate.getTime() && now <= cert.validToDate.getTime()
+}
+
 export type RevocationVerdict = { ok: true; detail: string } | { ok: false; code: CallFailure; message: string }
 
 /**
@@ -82,7 +86,7 @@ export type RevocationVerdict = { ok: true; detail: string } | { ok: false; code
  * (nextUpdate not passed). Revoked there: CERT_REVOKED whatever the mode. No usable CRL:
  * `soft` passes (saying so), `hard` fails with CRL_UNAVAILABLE.
  */
-export async function checkRevocation(chain: ValidatedChain, crls: FetchCache<ParsedCrl>, mode: CrlMode, now: number, anchors: readonly X509Certificate[] = []): Promise<RevocationVerdict> {
+export async function checkRevocation(chain: ValidatedChain, crls: FetchCache<ParsedCrl>, mode: CrlMode, now: number, signers: readonly X509Certificate[] = []): Promise<RevocationVerdict> {
   if (mode === 'off') return { ok: true, detail: 'not checked (STI_CRL=off)' }
   const serial = canonicalHex(chain.leaf.cert.serialNumber)
   const problems: string[] = []
@@ -94,9 +98,10 @@ export async function checkRevocation(chain: ValidatedChain, crls: FetchCache<Pa
       problems.push(`CRL ${err instanceof FetchFailed ? err.message : 'unavailable'}`)
       continue
     }
-    // The leaf's issuer, or (an indirect CRL, as the STI-PA publishes for SHAKEN) a trust anchor's key.
-    if (!signedBy(crl, chain.issuer) && !anchors.some((anchor) => signedBy(crl, anchor))) {
-      problems.push('the CRL is signed neither by the leaf\'s issuer nor by a trust anchor')
+    // The leaf's issuer, or (an indirect CRL, as the STI-PA publishes for SHAKEN) a trust
+    // anchor or a CRL signer the operator trusts (kns shaken crl-signer add), valid now.
+    if (!signedBy(crl, chain.issuer) && !signers.some((signer) => within(signer, now) && signedBy(crl, signer))) {
+      problems.push('the CRL is signed neither by the leaf\'s issuer nor by a trust anchor or trusted CRL signer (kns shaken crl-signer add)')
       continue
     }
     if (crl.thisUpdate > now + 5 * 60_000) {

@@ -10,9 +10,10 @@ import { BODY_LIMITS } from '../json-body.ts'
 import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../../contract/api-schemas.ts'
 
 /** The verification pipeline with this service's trust sources and limits, and what a SIP proxy makes of its verdict. */
-export async function verifyCallFor(service: Service, call: { origTN: string; destTN: string; jwt: string; identity?: string; nowS?: number }) {
+export async function verifyCallFor(service: Service, call: { origTN: string; destTN: string; jwt: string; identity?: string | string[]; nowS?: number }) {
   const verdict = await verifyCall({
     directory: service.keyDirectory, certificates: service.certificateTrust, trustOrder: service.config.callerTrust,
+    jcardCache: service.certificateTrust.jcards,
     nowS: Math.floor(Date.now() / 1000), ...call, maxAgeS: service.config.callMaxAgeS,
   })
   return {
@@ -35,11 +36,15 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
       summary: 'Verify the identity header (PASSporT) of a call',
       description: 'Checks in order: check_jws_format (compact JWS, <= 8 KiB), check_header (alg exactly ES256; typ absent/JWT/passport; ' +
         'ppt absent/shaken; no unknown crit), check_claims (orig.tn = origTN, dest.tn (string or array) contains destTN, digits with or ' +
-        'without +; att/attest A|B|C; origid; iat integer, <= 5 s ahead, not older than CALL_MAX_AGE_S), resolve_keys (origTN -> token -> ' +
-        'linked keystores -> unrevoked key named by kid/keyid, or up to 16 keys in turn), or for an x5u PASSporT fetch_certificate, ' +
-        'check_certificate_chain, check_tn_authorization, check_revocation (CALLER_TRUST, docs/shaken.md), then verify_signature (ES256, ' +
-        '64-byte r||s; DER rejected). `identity` (the SIP Identity header) may replace `jwt`. Every answer has verstat; a failure the RFC 8224 ' +
-        'sipReason. A failed verification is 200 `{ success: false }`; a malformed body 400.',
+        'without +; att/attest A|B|C; origid; iat integer, <= 5 s ahead, not older than CALL_MAX_AGE_S), then the key from the trust sources ' +
+        '(CALLER_TRUST, docs/shaken.md): resolve_keys (origTN -> token -> linked keystores -> unrevoked key named by kid/keyid, or up to 16 ' +
+        'keys in turn) or, for an x5u PASSporT, fetch_certificate, check_certificate_chain, check_certificate_policy, check_tn_authorization, ' +
+        'check_revocation; each followed by verify_signature (ES256, 64-byte r||s; DER rejected). An x5u PASSporT without kid whose certificate ' +
+        'cannot verify it is tried with the ledger keys of origTN (`trust` says which source decided). Then check_rcd (RFC 9795 rich call data). ' +
+        '`identity` (the SIP Identity header) may replace `jwt`; several Identity headers (a list) are a diverted call (RFC 8946): ' +
+        'check_diversion_chain, the shaken PASSporT, then each div PASSporT (steps div[n].*, signed for the diverting number), and `div` ' +
+        'reports each diversion. Every answer has verstat; a failure the RFC 8224 sipReason. A failed verification is 200 `{ success: false }`; ' +
+        'a malformed body 400.',
       security: API_KEY_SECURITY,
       body: CallVerificationRequest,
       response: withErrors({ 200: CallVerificationResponse }),
@@ -55,6 +60,9 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
       ...(verdict.subject === undefined ? {} : { subject: verdict.subject }),
       verstat: verdict.verstat,
       ...(verdict.sipReason === undefined ? {} : { sipReason: `${verdict.sipReason.code} ${verdict.sipReason.text}` }),
+      ...(verdict.div === undefined ? {} : { div: verdict.div }),
+      ...(verdict.rcd === undefined ? {} : { rcd: verdict.rcd }),
+      ...(verdict.rcdFailure === undefined ? {} : { rcdFailure: verdict.rcdFailure }),
     }
     if (debug !== true) return { success: verdict.success, ...found }
     return { success: verdict.success, ...found, debug: verdict.reason === undefined ? { steps: verdict.steps } : { reason: verdict.reason, steps: verdict.steps } }
