@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SHAKEN certificates end to end, with a test PKI made here by openssl: trust an STI-CA root,
-# configure a signing credential, sign an outgoing call (STI-AS), verify it (STI-VS) in the
-# ATIS-1000082 shape and in the SIP Identity header shape.
+# configure a signing credential, sign an outgoing call (STI-AS) with a key bound to it, verify
+# it (STI-VS) in the ATIS-1000082 shape and in the SIP Identity header shape, then forward the
+# call (a div PASSporT, RFC 8946) and verify the diverted call.
 #
 #   X5U_ALLOW_HTTP=true X5U_ALLOW_PRIVATE=true npm start    # terminal 1: the x5u here is the
 #                                                           # server's own http://localhost URL
@@ -22,7 +23,7 @@ TOUR="shaken tour"
 # kns, field, step, call, expect
 source docs/tour-helpers.sh
 
-step "A test STI-CA root, and a SHAKEN end-entity certificate it issues (P-256, digitalSignature, TNAuthList SPC 1234)"
+step "A test STI-CA root, and a SHAKEN end-entity certificate it issues (P-256, digitalSignature, TNAuthList SPC 1234, the SHAKEN policy)"
 cat > "$TMP/pki.cnf" <<'EOF'
 [req]
 distinguished_name = dn
@@ -34,6 +35,7 @@ subjectKeyIdentifier = hash
 [leaf]
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature
+certificatePolicies = 2.16.840.1.114569.1.1.3
 1.3.6.1.5.5.7.1.26 = ASN1:SEQUENCE:tn_auth_list
 [tn_auth_list]
 spc = EXP:0,IA5:1234
@@ -49,12 +51,12 @@ kns shaken cert-info "$TMP/leaf.pem" >&2
 step "Trust the root (STI_TRUST_ANCHORS does the same from a file)"
 kns shaken trust add "$TMP/root.pem" >&2
 
-step "The signing credential: its key is stored encrypted; its chain is served at the x5u"
-kns shaken credential add --name "$NAME" --key "$TMP/leaf.key" --cert "$TMP/leaf.pem" --x5u "$BASE/shaken/certs/$NAME.pem" >&2
+step "The signing credential: its key is stored encrypted; its chain is served at the x5u; its display name is signed as the caller name"
+kns shaken credential add --name "$NAME" --key "$TMP/leaf.key" --cert "$TMP/leaf.pem" --x5u "$BASE/shaken/certs/$NAME.pem" --display-name "Tour Carrier" >&2
 curl -sfS "$BASE/shaken/certs/$NAME.pem" | head -1 >&2
 
-step "An API key for the SBC: signing (STI-AS) and caller (STI-VS)"
-KEY=$(kns api-key create --vendor "Tour Carrier" --scopes caller,signing --json | field key)
+step "An API key for the SBC: signing (STI-AS, bound to this credential, attestation A to C) and caller (STI-VS)"
+KEY=$(kns api-key create --vendor "Tour Carrier" --scopes caller,signing --credentials "$NAME" --attest A,B,C --json | field key)
 sleep 1   # the server hears of the new anchor and credential through the change signal
 
 step "STI-AS: sign the outgoing call +1 202 555 0142 -> +1 415 555 0199 (ATIS-1000082 signingRequest)"
@@ -67,11 +69,22 @@ step "STI-VS: verify the Identity header as the terminating SBC would (verificat
 BODY=$(node -e 'console.log(JSON.stringify({ verificationRequest: { from: { tn: "12025550142" }, to: { tn: ["14155550199"] }, time: Number(process.argv[1]), identity: process.argv[2] } }))' "$NOW" "$IDENTITY")
 call POST /stir/v1/verification "$BODY" | expect verificationResponse.verstat TN-Validation-Passed
 
-step "The same through call-signature-verification, with the Identity header verbatim: trust x5u, SPC 1234"
+step "The same through call-signature-verification, with the Identity header verbatim: trust x5u, SPC 1234, the caller name"
 BODY=$(node -e 'console.log(JSON.stringify({ origTN: "+12025550142", destTN: "+14155550199", identity: process.argv[1] }))' "$IDENTITY")
 ANSWER=$(call POST /numsys/call-signature-verification "$BODY")
 expect trust x5u <<<"$ANSWER"
 expect spc 1234 <<<"$ANSWER"
+expect rcd.nam "Tour Carrier" <<<"$ANSWER"
+
+step "The called number forwards the call to +1 415 555 0123: the diverting provider signs a div PASSporT (RFC 8946)"
+DIV=$(call POST /stir/v1/signing "{\"signingRequest\":{\"ppt\":\"div\",\"orig\":{\"tn\":\"12025550142\"},\"div\":{\"tn\":\"14155550199\"},\"dest\":{\"tn\":[\"14155550123\"]},\"iat\":$NOW}}" \
+  | field signingResponse.identity)
+
+step "The forwarded call carries both Identity headers: verified link by link, the diversion reported"
+BODY=$(node -e 'console.log(JSON.stringify({ origTN: "+12025550142", destTN: "+14155550123", identity: [process.argv[1], process.argv[2]] }))' "$IDENTITY" "$DIV")
+ANSWER=$(call POST /numsys/call-signature-verification "$BODY")
+expect success true <<<"$ANSWER"
+expect div.0.from +14155550199 <<<"$ANSWER"
 
 step "A forged call: the same header for another calling number fails, with the reason a proxy sends"
 BODY=$(node -e 'console.log(JSON.stringify({ verificationRequest: { from: { tn: "12025550143" }, to: { tn: ["14155550199"] }, time: Number(process.argv[1]), identity: process.argv[2] } }))' "$NOW" "$IDENTITY")

@@ -6,7 +6,7 @@ import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
 import { loadConfig, type Config } from '../src/config.ts'
 import { buildApp } from '../src/http/app.ts'
-import { createApiKey, type Scope } from '../src/keys/api-keys.ts'
+import { createApiKey, type Scope, type SigningBinding } from '../src/keys/api-keys.ts'
 import type { Ledger } from '../src/ledger/ledger.ts'
 import { openService, type Service } from '../src/service.ts'
 
@@ -59,8 +59,8 @@ export interface Harness {
   service: Service
   app: FastifyInstance
   env: Record<string, string>
-  /** A fresh API key (all scopes unless given). */
-  key(options?: { scopes?: Scope[]; vendor?: string; rate?: number }): Promise<string>
+  /** A fresh API key (all scopes unless given); `signing` binds its signing scope to credentials. */
+  key(options?: { scopes?: Scope[]; vendor?: string; rate?: number; signing?: SigningBinding }): Promise<string>
   close(): Promise<void>
 }
 
@@ -87,6 +87,7 @@ export async function startHarness(extraEnv: Record<string, string> = {}, option
         vendor: options.vendor ?? 'Acme Bank',
         scopes: options.scopes ?? ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'oidc'],
         rate: options.rate ?? 100_000,
+        ...(options.signing === undefined ? {} : { signing: options.signing }),
       })
       return created.key
     },

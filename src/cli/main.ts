@@ -4,9 +4,9 @@ import { loadConfig, loadDotEnv } from '../config.ts'
 import { migrate, schemaVersion } from '../db/migrations.ts'
 import { MIGRATIONS } from '../migrations.ts'
 import { openDatabase } from '../db/open.ts'
-import { createApiKey, listApiKeys, parseScopes, revokeApiKey } from '../keys/api-keys.ts'
 import { openService, type Service } from '../service.ts'
-import { optional, parse, type Parsed } from './args.ts'
+import { parse } from './args.ts'
+import { apiKeyCommand, API_KEY_OPTIONS, API_KEY_USAGE } from './api-key-commands.ts'
 import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
 import { ensureServerFlags } from './node-flags.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
@@ -30,9 +30,7 @@ Usage: kns <command> [options] [--json]
   doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
   prune [--older-than-days <n>]           delete finished webhook deliveries, events and read ledger feed rows older
                                           than RETENTION_DAYS (90), or n days; the server does it hourly
-  api-key create --vendor <brand> [--scopes approvals,caller,signing,stats,webhooks,oidc] [--rate <req/s>]
-  api-key list
-  api-key revoke <id>
+${API_KEY_USAGE}
   token mint --phone <+E164> --owner <0x address>         (LEDGER=local)
   token transfer --object-id <id> --to <0x address>       (LEDGER=local)
   token link --phone <+E164> --object-id <id>
@@ -81,12 +79,12 @@ const OPTIONS = {
   ...STATS_OPTIONS,
   ...WEBHOOK_OPTIONS,
   ...SHAKEN_OPTIONS,
+  ...API_KEY_OPTIONS,
   ...OIDC_OPTIONS,
   ...PHONE_LOGIN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   workers: { type: 'string' },
   'older-than-days': { type: 'string' },
-  vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
   'key-id': { type: 'string' }, keystore: { type: 'string' }, out: { type: 'string' }, orig: { type: 'string' },
@@ -95,38 +93,6 @@ const OPTIONS = {
   ref: { type: 'string' }, scheme: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
 } as const
 
-async function apiKeyCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
-  if (sub === 'create') {
-    const vendor = optional(values, 'vendor')
-    if (vendor === undefined) throw new UsageError('--vendor is required')
-    const rateRaw = optional(values, 'rate')
-    if (rateRaw !== undefined && !/^\d+$/.test(rateRaw)) throw new UsageError('--rate must be a whole number of requests per second')
-    const scopesRaw = optional(values, 'scopes')
-    const key = await createApiKey(service.db, {
-      vendor,
-      rate: rateRaw === undefined ? service.config.defaultKeyRate : Number(rateRaw),
-      ...(scopesRaw === undefined ? {} : { scopes: parseScopes(scopesRaw) }),
-    })
-    return out.result({ id: key.id, key: key.key, vendor: key.vendor, scopes: key.scopes, rate: key.rate },
-      `created API key ${key.id} for ${key.vendor} (scopes ${key.scopes.join(',')}, ${key.rate} req/s)\n\n  ${key.key}\n\n` +
-      'It is shown only this once; only its hash is stored.')
-  }
-  if (sub === 'list') {
-    const keys = await listApiKeys(service.db)
-    const lines = keys.map((k) => `${k.id}  ${k.revokedAt === null ? 'active ' : 'revoked'}  ${k.scopes.join(',').padEnd(22)} ${String(k.rate).padStart(6)}/s  ${k.vendor}`)
-    return out.result({
-      keys: keys.map((k) => ({ id: k.id, vendor: k.vendor, scopes: k.scopes, rate: k.rate,
-        createdAt: new Date(k.createdAt).toISOString(), revokedAt: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString() })),
-    }, keys.length === 0 ? 'no API keys' : lines.join('\n'))
-  }
-  if (sub === 'revoke') {
-    const id = positionals[2]
-    if (id === undefined) throw new UsageError('usage: kns api-key revoke <id>')
-    const key = await revokeApiKey(service.db, id)
-    return out.result({ id: key.id, vendor: key.vendor, revokedAt: new Date(key.revokedAt!).toISOString() }, `revoked API key ${key.id} (${key.vendor})`)
-  }
-  throw new UsageError(`unknown command 'kns api-key ${sub ?? ''}'`)
-}
 
 export async function main(argv: string[]): Promise<number> {
   let json = argv.includes('--json')

@@ -18,8 +18,9 @@ export const SHAKEN_USAGE = `  shaken trust add <file.pem>             store STI
   shaken crl-signer list
   shaken crl-signer remove <fingerprint>
   shaken cert-info <file>                 subject, issuer, validity, key, TNAuthList (SPC/TNs) of each certificate
-  shaken credential add --name <n> --key <private.pem> --cert <chain.pem> --x5u <public https URL>
-                                          the STI-AS signing credential (the key stored encrypted, never shown)
+  shaken credential add --name <n> --key <private.pem> --cert <chain.pem> --x5u <public https URL> [--display-name <caller name>]
+                                          the STI-AS signing credential (the key stored encrypted, never shown);
+                                          --display-name: signed as the caller name (RFC 9795 rcd nam)
   shaken credential list
   shaken credential remove <name>`
 
@@ -87,7 +88,7 @@ export function certInfoCommand(args: Parsed, out: Output): void {
   out.result({ certificates: described }, described.map(certificateText).join('\n\n'))
 }
 
-export const SHAKEN_OPTIONS = { cert: { type: 'string' }, x5u: { type: 'string' } } as const
+export const SHAKEN_OPTIONS = { cert: { type: 'string' }, x5u: { type: 'string' }, 'display-name': { type: 'string' } } as const
 
 /** kns shaken credential add | list | remove */
 async function credentialCommand(service: Service, { values, positionals }: Parsed, out: Output): Promise<void> {
@@ -98,7 +99,8 @@ async function credentialCommand(service: Service, { values, positionals }: Pars
       keyPem: readFile(required(values, 'key'), 'kns shaken credential add --key <private.pem>').toString('utf8'),
       chainPem: readFile(required(values, 'cert'), 'kns shaken credential add --cert <chain.pem>').toString('utf8'),
       x5u: required(values, 'x5u'),
-    }, { allowPrivate: service.config.x5uAllowPrivate, allowHttp: service.config.x5uAllowHttp })
+      ...(values['display-name'] === undefined ? {} : { displayName: String(values['display-name']) }),
+    }, { allowPrivate: service.config.x5uAllowPrivate, allowHttp: service.config.x5uAllowHttp, policy: service.config.stiCertPolicy })
     return out.result({ ...credential, notAfter: new Date(credential.notAfter).toISOString(), createdAt: new Date(credential.createdAt).toISOString(),
       chainUrl: `${service.config.publicBaseUrl}/shaken/certs/${credential.name}.pem` },
     `added signing credential ${credential.name}: ${credential.subject}, x5u ${credential.x5u}\n` +
@@ -107,7 +109,8 @@ async function credentialCommand(service: Service, { values, positionals }: Pars
   if (action === 'list') {
     const list = await listCredentials(service.db)
     return out.result({ credentials: list.map((c) => ({ ...c, notAfter: new Date(c.notAfter).toISOString(), createdAt: new Date(c.createdAt).toISOString() })) },
-      list.length === 0 ? 'no signing credentials' : list.map((c) => `${c.name}  until ${new Date(c.notAfter).toISOString()}  ${c.x5u}  ${c.subject}`).join('\n'))
+      list.length === 0 ? 'no signing credentials' : list.map((c) => `${c.name}  until ${new Date(c.notAfter).toISOString()}  ${c.x5u}  ${c.subject}` +
+        (c.displayName === undefined ? '' : `  name "${c.displayName}"`)).join('\n'))
   }
   if (action === 'remove') {
     const name = positionals[3]

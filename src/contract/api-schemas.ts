@@ -215,15 +215,16 @@ export const StirVerificationResponse = Type.Object({
 export const StirSigningRequest = Type.Object({
   signingRequest: Type.Object({
     orig: Type.Object({ tn: AtisTn }),
-    dest: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10 }) }),
-    attest: Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')]),
+    dest: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10, description: 'a div PASSporT: the new destination' }) }),
+    attest: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'required for a shaken PASSporT; a div PASSporT has none' })),
     iat: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'epoch seconds, within 5 minutes of the server clock' }),
-    origid: Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'a UUID (RFC 8588)' }),
-    ppt: Type.Optional(Type.Literal('shaken')),
-    credential: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'extension: which signing credential (kns shaken credential add); needed only when there are several' })),
+    origid: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'a UUID (RFC 8588); required for a shaken PASSporT' })),
+    ppt: Type.Optional(Type.Union([Type.Literal('shaken'), Type.Literal('div')], { description: 'shaken (default), or div: a diverting provider\'s PASSporT (RFC 8946), with `div`' })),
+    div: Type.Optional(Type.Object({ tn: AtisTn }, { description: 'ppt div: the number the call was diverted from (the credential must cover it)' })),
+    credential: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'extension: which of the API key\'s signing credentials; by default the one whose certificate covers the number' })),
   }),
 })
 export const StirSigningResponse = Type.Object({
-  signingResponse: Type.Object({ identity: Type.String({ description: 'the SIP Identity header value: `<PASSporT>;info=<x5u>;alg=ES256;ppt=shaken`' }) }),
+  signingResponse: Type.Object({ identity: Type.String({ description: 'the SIP Identity header value: `<PASSporT>;info=<x5u>;alg=ES256;ppt=shaken` (ppt=div for a div PASSporT)' }) }),
 })
 export const CertificateFileParams = Type.Object({ file: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}\\.pem$' }) })

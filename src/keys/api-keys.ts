@@ -14,17 +14,36 @@ export const SCOPES = ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'o
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_SCOPES: Scope[] = ['approvals', 'caller']
 
+export type Attestation = 'A' | 'B' | 'C'
+
+/**
+ * What a `signing` key may sign (RFC 8224 6.1: an authentication service signs only for what
+ * it is authoritative for): the credentials it may use (by name), the attestation levels it
+ * may claim, and, optionally, the numbers it may sign for (E.164, or a prefix ending in `*`),
+ * on top of what each credential's TNAuthList covers. null: bound to nothing, signs nothing.
+ */
+export interface SigningBinding {
+  credentials: string[]
+  attest: Attestation[]
+  /** null: any number the credential covers. */
+  numbers: string[] | null
+}
+
 export interface ApiKey {
   id: string
   vendor: string
   scopes: Scope[]
+  signing: SigningBinding | null
   /** Requests per second (token bucket refill rate). */
   rate: number
   createdAt: number
   revokedAt: number | null
 }
 
-interface ApiKeyRow { id: string; secret_hash: string; vendor: string; scopes: string; rate: number; created_at: number; revoked_at: number | null }
+interface ApiKeyRow {
+  id: string; secret_hash: string; vendor: string; scopes: string; rate: number; created_at: number; revoked_at: number | null
+  signing_binding: string | null
+}
 
 /** `kns_<16 hex id>_<43 base64url secret>`: the id finds the row, the secret is compared in constant time. */
 const KEY_FORMAT = /^kns_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/
@@ -47,6 +66,7 @@ function fromRow(row: ApiKeyRow): ApiKey {
     id: row.id,
     vendor: row.vendor,
     scopes: row.scopes.split(',').filter(Boolean) as Scope[],
+    signing: row.signing_binding === null ? null : JSON.parse(row.signing_binding) as SigningBinding,
     rate: Number(row.rate),
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
@@ -68,7 +88,45 @@ export function parseScopes(raw: string): Scope[] {
   return scopes as Scope[]
 }
 
-export async function createApiKey(db: Executor, input: { vendor: string; scopes?: Scope[]; rate: number }): Promise<ApiKey & { key: string }> {
+const CREDENTIAL_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
+const NUMBER_PATTERN = /^\+[1-9]\d{0,14}\*?$/
+
+/** `--credentials a,b --attest A,B --numbers +1202555*,+14155550100` as the CLI gives them. */
+export function parseSigningBinding(raw: { credentials: string; attest?: string; numbers?: string }): SigningBinding {
+  const list = (value: string) => [...new Set(value.split(',').map((s) => s.trim()).filter(Boolean))]
+  const credentials = list(raw.credentials)
+  if (credentials.length === 0 || credentials.length > 32) throw new ValidationError('name 1-32 signing credentials (kns shaken credential list)', { field: 'credentials' })
+  const bad = credentials.find((c) => !CREDENTIAL_NAME.test(c))
+  if (bad !== undefined) throw new ValidationError(`${JSON.stringify(bad)} is not a credential name`, { field: 'credentials' })
+  const attest = list(raw.attest ?? 'A,B,C')
+  if (attest.length === 0 || !attest.every((a) => a === 'A' || a === 'B' || a === 'C')) throw new ValidationError('--attest lists A, B and/or C', { field: 'attest' })
+  let numbers: string[] | null = null
+  if (raw.numbers !== undefined) {
+    numbers = list(raw.numbers)
+    if (numbers.length === 0 || numbers.length > 1000) throw new ValidationError('--numbers lists 1-1000 numbers or prefixes', { field: 'numbers' })
+    const wrong = numbers.find((n) => !NUMBER_PATTERN.test(n))
+    if (wrong !== undefined) throw new ValidationError(`${JSON.stringify(wrong)} is not an E.164 number or a prefix ending in * (+1202555*)`, { field: 'numbers' })
+  }
+  return { credentials, attest: (['A', 'B', 'C'] as const).filter((a) => attest.includes(a)), numbers }
+}
+
+/** Whether a binding lets its key sign for `tn` (E.164 digits without +). */
+export function bindingCoversNumber(binding: SigningBinding, tn: string): boolean {
+  if (binding.numbers === null) return true
+  const e164 = `+${tn}`
+  return binding.numbers.some((n) => (n.endsWith('*') ? e164.startsWith(n.slice(0, -1)) : e164 === n))
+}
+
+/** `kns api-key bind`: a key's signing binding replaced (a key made before bindings existed signs nothing until bound). */
+export async function bindSigningKey(db: Executor, id: string, binding: SigningBinding): Promise<ApiKey> {
+  const row = await db.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id])
+  if (row === undefined) throw new NotFoundError(`no API key with id ${id}`, { field: 'id' })
+  if (!row.scopes.split(',').includes('signing')) throw new ValidationError(`API key ${id} has no signing scope`, { field: 'id' })
+  await db.run('UPDATE api_keys SET signing_binding = $1 WHERE id = $2', [JSON.stringify(binding), id])
+  return fromRow({ ...row, signing_binding: JSON.stringify(binding) })
+}
+
+export async function createApiKey(db: Executor, input: { vendor: string; scopes?: Scope[]; rate: number; signing?: SigningBinding }): Promise<ApiKey & { key: string }> {
   const vendor = input.vendor.trim()
   if (!VENDOR_FORMAT.test(vendor)) {
     throw new ValidationError('vendor must be 1-64 letters, digits, spaces or .,&\'()_- and start with a letter or digit', { field: 'vendor' })
@@ -77,12 +135,14 @@ export async function createApiKey(db: Executor, input: { vendor: string; scopes
     throw new ValidationError('rate must be a whole number of requests per second between 1 and 1000000', { field: 'rate' })
   }
   const scopes = input.scopes ?? DEFAULT_SCOPES
+  if (input.signing !== undefined && !scopes.includes('signing')) throw new ValidationError('--credentials binds a signing key: add the signing scope', { field: 'credentials' })
+  const signing = input.signing ?? null
   const id = randomBytes(8).toString('hex')
   const secret = randomBytes(32).toString('base64url')
   const createdAt = Date.now()
-  await db.run('INSERT INTO api_keys (id, secret_hash, vendor, scopes, rate, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [id, hashSecret(secret).toString('hex'), vendor, scopes.join(','), input.rate, createdAt])
-  return { id, key: `kns_${id}_${secret}`, vendor, scopes, rate: input.rate, createdAt, revokedAt: null }
+  await db.run('INSERT INTO api_keys (id, secret_hash, vendor, scopes, rate, created_at, signing_binding) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [id, hashSecret(secret).toString('hex'), vendor, scopes.join(','), input.rate, createdAt, signing === null ? null : JSON.stringify(signing)])
+  return { id, key: `kns_${id}_${secret}`, vendor, scopes, signing, rate: input.rate, createdAt, revokedAt: null }
 }
 
 export async function listApiKeys(db: Executor): Promise<ApiKey[]> {

@@ -16,4 +16,12 @@ export const KEYS_MIGRATIONS: Migration[] = [
         WHERE ',' || scopes || ',' LIKE '%,admin,%'`],
     },
   },
+  {
+    version: 18,
+    name: 'keys: a signing key is bound to the credentials, attestation levels and numbers it may sign with (none until bound)',
+    // A signing key could sign any number under any credential, another carrier's included.
+    // Which credentials each existing key was meant for is not known: none, until an operator
+    // binds it (kns api-key bind; docs/operations.md, Upgrades).
+    up: ['ALTER TABLE api_keys ADD COLUMN signing_binding TEXT'],
+  },
 ]

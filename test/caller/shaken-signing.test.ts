@@ -31,7 +31,7 @@ before(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   x5u = `https://127.0.0.1:${(server.address() as AddressInfo).port}/shaken/spc.pem`
   h = await startHarness({ STI_TRUST_ANCHORS: `${pki.dir}/root.pem`, X5U_ALLOW_PRIVATE: 'true', STI_CRL: 'off' }, { x5uTlsCa: pki.tls.ca })
-  signer = await h.key({ scopes: ['signing'], vendor: 'Carrier SBC' })
+  signer = await h.key({ scopes: ['signing'], vendor: 'Carrier SBC', signing: { credentials: ['carrier'], attest: ['A', 'B', 'C'], numbers: null } })
   verifier = await h.key({ scopes: ['caller'], vendor: 'Carrier SBC' })
 })
 after(async () => {
@@ -94,7 +94,8 @@ describe('POST /stir/v1/signing', () => {
     assertError(await sign(signingRequest(), verifier), 403, 'FORBIDDEN')
     assertError(await sign(signingRequest({ iat: Math.floor(Date.now() / 1000) - 3600 })), 400, 'INVALID_REQUEST')
     assertError(await sign(signingRequest({ origid: 'not-a-uuid' })), 400, 'INVALID_REQUEST')
-    assertError(await sign(signingRequest({ credential: 'nope' })), 404, 'NOT_FOUND')
+    // Not bound to this key: refused whether it exists or not (the answer does not tell).
+    assertError(await sign(signingRequest({ credential: 'nope' })), 403, 'FORBIDDEN')
   })
 
   test('GET /shaken/certs/<name>.pem serves the public chain, cacheable; nothing else', async () => {

@@ -5,7 +5,8 @@ import type { Database, Executor } from '../../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts'
 import { checkOutboundUrl, OutboundRefusedError } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
-import { certificateFacts, nameOf, parseCertificates } from './x509.ts'
+import { missingShakenPolicy } from './certificate-policy.ts'
+import { certificateFacts, nameOf, parseCertificates, type TnAuthList } from './x509.ts'
 
 /** The change signal's subject when credentials change (every process drops its cached keys). */
 export const CREDENTIALS_SUBJECT = 'shaken:credentials'
@@ -16,24 +17,45 @@ const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
  * server secret, never returned), its certificate chain (served at /shaken/certs/<name>.pem so
  * the x5u can point there), and the public x5u URL that PASSporTs signed with it name.
  */
-export interface Credential { name: string; x5u: string; subject: string; notAfter: number; createdAt: number }
-export interface SigningCredential extends Credential { key: KeyObject; chainPem: string }
-
-interface CredentialRow { name: string; key_sealed: string; chain_pem: string; x5u: string; subject: string; not_after: number; created_at: number }
-
-function describe(row: CredentialRow): Credential {
-  return { name: row.name, x5u: row.x5u, subject: row.subject, notAfter: Number(row.not_after), createdAt: Number(row.created_at) }
+export interface Credential {
+  name: string; x5u: string; subject: string; notAfter: number; createdAt: number
+  /** RFC 9795: the caller name PASSporTs signed with it carry (rcd nam); none when absent. */
+  displayName?: string
+}
+export interface SigningCredential extends Credential {
+  key: KeyObject
+  chainPem: string
+  /** The leaf's TNAuthList: what the credential may sign for (RFC 8226). */
+  tnAuthList: TnAuthList
 }
 
-export interface NewCredential { name: string; keyPem: string; chainPem: string; x5u: string }
+interface CredentialRow {
+  name: string; key_sealed: string; chain_pem: string; x5u: string; subject: string; not_after: number; created_at: number; display_name: string | null
+}
+
+function describe(row: CredentialRow): Credential {
+  return {
+    name: row.name, x5u: row.x5u, subject: row.subject, notAfter: Number(row.not_after), createdAt: Number(row.created_at),
+    ...(row.display_name === null ? {} : { displayName: row.display_name }),
+  }
+}
+
+export interface NewCredential { name: string; keyPem: string; chainPem: string; x5u: string; displayName?: string }
+
+/** A display name a phone can show: 1-64 characters, no control characters, not only spaces. */
+const DISPLAY_NAME = /^(?=.*\S)[^\u0000-\u001f\u007f]{1,64}$/u
 
 /**
  * `kns shaken credential add`: the key must be EC P-256 and be the leaf certificate's key; the
  * leaf must be a SHAKEN end-entity certificate (CA:FALSE, digitalSignature, a TNAuthList); the
  * x5u an https URL. A name is taken once.
  */
-export async function addCredential(db: Database, box: SealedBox, input: NewCredential, rules: { allowPrivate: boolean; allowHttp: boolean } = { allowPrivate: false, allowHttp: false }): Promise<Credential> {
+export async function addCredential(db: Database, box: SealedBox, input: NewCredential,
+  rules: { allowPrivate: boolean; allowHttp: boolean; policy?: 'off' | 'warn' | 'enforce' } = { allowPrivate: false, allowHttp: false }): Promise<Credential> {
   if (!NAME.test(input.name)) throw new ValidationError('the name is 1-64 of a-z, 0-9, _ and -, starting with a letter or digit', { field: 'name' })
+  if (input.displayName !== undefined && !DISPLAY_NAME.test(input.displayName)) {
+    throw new ValidationError('the display name is 1-64 characters without control characters', { field: 'display-name' })
+  }
   let key: KeyObject
   try {
     key = createPrivateKey(input.keyPem)
@@ -53,6 +75,9 @@ export async function addCredential(db: Database, box: SealedBox, input: NewCred
   const facts = certificateFacts(leaf)
   if (leaf.ca || facts.keyUsage === null || !facts.keyUsage.has('digitalSignature')) throw new ValidationError('the first certificate is not a signing (end-entity, digitalSignature) certificate', { field: 'cert' })
   if (facts.tnAuthList === null || typeof facts.tnAuthList === 'string') throw new ValidationError('the first certificate has no readable TNAuthList: not a SHAKEN certificate', { field: 'cert' })
+  // Verifiers enforcing ATIS-1000080 would refuse every PASSporT signed with it (STI_CERT_POLICY).
+  const policyProblem = (rules.policy ?? 'enforce') === 'enforce' ? missingShakenPolicy(leaf) : null
+  if (policyProblem !== null) throw new ValidationError(`${policyProblem} (STI_CERT_POLICY=enforce)`, { field: 'cert' })
   try {
     // The verifiers that fetch it apply the same rules: a URL they would refuse is no x5u.
     checkOutboundUrl(input.x5u, rules.allowPrivate, rules.allowHttp)
@@ -62,12 +87,12 @@ export async function addCredential(db: Database, box: SealedBox, input: NewCred
   }
   const row: CredentialRow = {
     name: input.name, key_sealed: box.seal(key.export({ type: 'pkcs8', format: 'pem' }).toString()), chain_pem: chain.map((c) => c.toString()).join(''),
-    x5u: input.x5u, subject: nameOf(leaf.subject), not_after: leaf.validToDate.getTime(), created_at: Date.now(),
+    x5u: input.x5u, subject: nameOf(leaf.subject), not_after: leaf.validToDate.getTime(), created_at: Date.now(), display_name: input.displayName ?? null,
   }
   await db.transaction(async (tx) => {
-    const inserted = await tx.run(`INSERT INTO shaken_credentials (name, key_sealed, chain_pem, x5u, subject, not_after, created_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING`,
-    [row.name, row.key_sealed, row.chain_pem, row.x5u, row.subject, row.not_after, row.created_at])
+    const inserted = await tx.run(`INSERT INTO shaken_credentials (name, key_sealed, chain_pem, x5u, subject, not_after, created_at, display_name)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
+    [row.name, row.key_sealed, row.chain_pem, row.x5u, row.subject, row.not_after, row.created_at, row.display_name])
     if (inserted === 0) throw new ConflictError(`a credential named ${row.name} exists: remove it first`, { field: 'name' })
     await signalChange(tx, CALLER_TOPIC, CREDENTIALS_SUBJECT)
   })
@@ -110,7 +135,10 @@ export class Credentials {
   async #load(): Promise<Map<string, SigningCredential>> {
     const rows = await this.#db.all<CredentialRow>('SELECT * FROM shaken_credentials ORDER BY name')
     const box = rows.length === 0 ? null : this.#box()
-    return new Map(rows.map((row) => [row.name, { ...describe(row), chainPem: row.chain_pem, key: createPrivateKey(box!.open(row.key_sealed)) }]))
+    return new Map(rows.map((row) => [row.name, {
+      ...describe(row), chainPem: row.chain_pem, key: createPrivateKey(box!.open(row.key_sealed)),
+      tnAuthList: certificateFacts(parseCertificates(Buffer.from(row.chain_pem))[0]!).tnAuthList as TnAuthList,
+    }]))
   }
 
   invalidate(): void {

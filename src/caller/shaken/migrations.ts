@@ -32,7 +32,7 @@ export const SHAKEN_MIGRATIONS: Migration[] = [
   },
   {
     version: 17,
-    name: 'SHAKEN: CRL signers trusted explicitly (the STI-PA\'s CRL is signed by a certificate that is not a CA)',
+    name: 'SHAKEN: CRL signers trusted explicitly (the STI-PA\'s CRL is signed by a certificate that is not a CA); a credential\'s display name',
     up: [
       `CREATE TABLE shaken_crl_signers (
         fingerprint TEXT PRIMARY KEY,
@@ -41,6 +41,8 @@ export const SHAKEN_MIGRATIONS: Migration[] = [
         not_after BIGINT NOT NULL,
         created_at BIGINT NOT NULL
       )`,
+      // RFC 9795: the caller name (rcd nam) PASSporTs signed with the credential carry.
+      'ALTER TABLE shaken_credentials ADD COLUMN display_name TEXT',
     ],
   },
 ]

@@ -10,20 +10,46 @@ export interface PassportClaims {
   origid: string
 }
 
+/** A diverting provider's PASSporT (RFC 8946): the caller kept, the number diverted from, the new destination. */
+export interface DivClaims {
+  orig: string
+  /** The number the call was diverted from. */
+  div: string
+  dest: string[]
+  iat: number
+}
+
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
 
-/**
- * A SHAKEN PASSporT signed with the credential (ES256, JOSE r||s, on the thread pool), and
- * the SIP Identity header that carries it. Claims and header parameters in lexicographic
- * order, without whitespace (RFC 8225 9: the deterministic JSON form).
- */
-export async function signPassport(credential: SigningCredential, claims: PassportClaims): Promise<{ passport: string; identity: string }> {
-  const header = { alg: 'ES256', ppt: 'shaken', typ: 'passport', x5u: credential.x5u }
-  const payload = { attest: claims.attest, dest: { tn: claims.dest }, iat: claims.iat, orig: { tn: claims.orig }, origid: claims.origid }
+async function signJws(credential: SigningCredential, header: Record<string, unknown>, payload: Record<string, unknown>): Promise<string> {
   const input = `${b64url(header)}.${b64url(payload)}`
   const signature = await new Promise<Buffer>((resolve, reject) => {
     sign('sha256', Buffer.from(input), { key: credential.key, dsaEncoding: 'ieee-p1363' }, (err, out) => (err ? reject(err) : resolve(out)))
   })
-  const passport = `${input}.${signature.toString('base64url')}`
+  return `${input}.${signature.toString('base64url')}`
+}
+
+/**
+ * A SHAKEN PASSporT signed with the credential (ES256, JOSE r||s, on the thread pool), and
+ * the SIP Identity header that carries it. Claims and header parameters in lexicographic
+ * order, without whitespace (RFC 8225 9: the deterministic JSON form). A credential configured
+ * with a display name adds it as RFC 9795 rich call data (`rcd: {nam}`), which the signature
+ * covers; the caller of the signing API cannot choose the name.
+ */
+export async function signPassport(credential: SigningCredential, claims: PassportClaims): Promise<{ passport: string; identity: string }> {
+  const header = { alg: 'ES256', ppt: 'shaken', typ: 'passport', x5u: credential.x5u }
+  const payload = {
+    attest: claims.attest, dest: { tn: claims.dest }, iat: claims.iat, orig: { tn: claims.orig }, origid: claims.origid,
+    ...(credential.displayName === undefined ? {} : { rcd: { nam: credential.displayName } }),
+  }
+  const passport = await signJws(credential, header, payload)
   return { passport, identity: `${passport};info=<${credential.x5u}>;alg=ES256;ppt=shaken` }
+}
+
+/** A div PASSporT (RFC 8946 3): ppt div, no attestation or origid of its own. */
+export async function signDivPassport(credential: SigningCredential, claims: DivClaims): Promise<{ passport: string; identity: string }> {
+  const header = { alg: 'ES256', ppt: 'div', typ: 'passport', x5u: credential.x5u }
+  const payload = { dest: { tn: claims.dest }, div: { tn: claims.div }, iat: claims.iat, orig: { tn: claims.orig } }
+  const passport = await signJws(credential, header, payload)
+  return { passport, identity: `${passport};info=<${credential.x5u}>;alg=ES256;ppt=div` }
 }

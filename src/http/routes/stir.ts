@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { NotFoundError, ValidationError } from '../../errors.ts'
-import { signPassport } from '../../caller/shaken/sign-passport.ts'
+import { signDivPassport, signPassport } from '../../caller/shaken/sign-passport.ts'
+import { chooseCredential } from '../../caller/shaken/signing-authority.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, publicRateLimit, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
@@ -61,24 +62,34 @@ export async function stirSigningRoutes(fastify: FastifyInstance, { service }: {
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['caller'],
-      summary: 'STI-AS (ATIS-1000082): sign a SHAKEN PASSporT for an outgoing call',
+      summary: 'STI-AS (ATIS-1000082): sign a SHAKEN PASSporT for an outgoing call, or a div PASSporT for a diverted one',
       description: 'signingRequest {orig: {tn}, dest: {tn: [...]}, attest, iat, origid} -> signingResponse {identity}: the SIP Identity header, ' +
-        'signed with the operator\'s credential (kns shaken credential add), x5u its public chain. 404 when no credential is configured; ' +
-        '400 when several are and `credential` does not name one.',
+        'signed with one of the operator\'s credentials (kns shaken credential add), x5u its public chain. With ppt "div" and div {tn}: a div ' +
+        'PASSporT (RFC 8946) for a call diverted from div.tn to dest (no attest, no origid). RFC 8224 6.1: the API key must be bound to the ' +
+        'credential (kns api-key create --credentials), may claim only its attestation levels and numbers, and the credential\'s certificate ' +
+        '(TNAuthList) must cover the number signed for (orig; for div, div.tn): otherwise 403 FORBIDDEN, and nothing is signed. Without ' +
+        '`credential`, the covering credential of the key is chosen (a TN-listing one before an SPC one); 400 when several cover it alike. ' +
+        'A credential with a display name signs it as rich call data (rcd nam, RFC 9795).',
       security: API_KEY_SECURITY,
       body: StirSigningRequest,
       response: withErrors({ 200: StirSigningResponse }),
     },
   }, async (request) => {
-    const { orig, dest, attest, iat, origid, credential: named } = request.body.signingRequest
+    const { orig, dest, attest, iat, origid, ppt, div, credential: named } = request.body.signingRequest
     if (Math.abs(iat - Date.now() / 1000) > MAX_IAT_SKEW_S) throw new ValidationError(`iat is more than ${MAX_IAT_SKEW_S} s from the server clock`, { field: 'signingRequest.iat' })
-    const credentials = await service.shakenCredentials.all()
-    let credential
-    if (named !== undefined) credential = credentials.get(named)
-    else if (credentials.size === 1) credential = [...credentials.values()][0]
-    else if (credentials.size > 1) throw new ValidationError(`${credentials.size} signing credentials exist: name one in signingRequest.credential`, { field: 'signingRequest.credential' })
-    if (credential === undefined) throw new NotFoundError(named === undefined ? 'no signing credential is configured (kns shaken credential add)' : `no signing credential ${named}`, { field: 'signingRequest.credential' })
     const digits = (tn: string) => (tn.startsWith('+') ? tn.slice(1) : tn)
+    const credentials = await service.shakenCredentials.all()
+    const binding = request.apiKey!.signing
+    if (ppt === 'div') {
+      if (div === undefined) throw new ValidationError('a div PASSporT names the number the call was diverted from in div.tn', { field: 'signingRequest.div' })
+      const credential = chooseCredential(credentials, binding, { signerTN: digits(div.tn), field: 'signingRequest.div.tn', ...(named === undefined ? {} : { named }) })
+      const { identity } = await signDivPassport(credential, { orig: digits(orig.tn), div: digits(div.tn), dest: dest.tn.map(digits), iat })
+      return { signingResponse: { identity } }
+    }
+    if (div !== undefined) throw new ValidationError('div belongs to a div PASSporT: set ppt to "div"', { field: 'signingRequest.div' })
+    if (attest === undefined) throw new ValidationError('a shaken PASSporT needs attest (A, B or C)', { field: 'signingRequest.attest' })
+    if (origid === undefined) throw new ValidationError('a shaken PASSporT needs origid (a UUID)', { field: 'signingRequest.origid' })
+    const credential = chooseCredential(credentials, binding, { signerTN: digits(orig.tn), field: 'signingRequest.orig.tn', attest, ...(named === undefined ? {} : { named }) })
     const { identity } = await signPassport(credential, { orig: digits(orig.tn), dest: dest.tn.map(digits), attest, iat, origid })
     return { signingResponse: { identity } }
   })
