@@ -15,7 +15,7 @@ const layer = {
   ledger: '^src/ledger/',
   areas: AREAS,
   service: '^src/(service|migrations)\\.ts$',
-  http: '^src/http/',
+  http: '^src/(http|sip)/',
   cli: '^src/cli/',
 }
 const above = {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { ConfigError } from './errors.ts'
+import { sipSettings, type SipSettings } from './lib/sip-settings.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from './lib/zklogin-limits.ts'
 
 /** Published ledger deployments (domain.md), used as defaults per SUI_NETWORK. */
@@ -91,6 +92,8 @@ export interface Config {
   stiTrustAnchors: string | undefined
   /** STI_CRL: revocation checking of x5u leaves. */
   stiCrl: 'off' | 'soft' | 'hard'
+  /** SIP_LISTEN and its companions: the SIP redirect interface (docs/sip.md); null: off. */
+  sip: SipSettings | null
   /** STI_CERT_POLICY: whether x5u certificates must carry the SHAKEN certificate policy (ATIS-1000080). */
   stiCertPolicy: 'off' | 'warn' | 'enforce'
   /** x5u (and CRL) URLs may be http / reach private addresses: development and tests only. */
@@ -372,6 +375,7 @@ export function loadConfig(env: Env = process.env): Config {
     stiTrustAnchors: env.STI_TRUST_ANCHORS || undefined,
     stiCrl: oneOf(env, 'STI_CRL', ['off', 'soft', 'hard'] as const, 'soft'),
     stiCertPolicy: oneOf(env, 'STI_CERT_POLICY', ['off', 'warn', 'enforce'] as const, 'enforce'),
+    sip: sipSettings(env),
     x5uAllowHttp: oneOf(env, 'X5U_ALLOW_HTTP', ['true', 'false'] as const, 'false') === 'true',
     x5uAllowPrivate: oneOf(env, 'X5U_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',

@@ -7,6 +7,7 @@ import { openDatabase } from './db/open.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { CertificateTrust } from './caller/shaken/certificate-trust.ts'
+import { CallVerifier } from './caller/call-verifier.ts'
 import { Credentials } from './caller/shaken/credentials.ts'
 import { SealedBox } from './lib/sealed-box.ts'
 import { ChangeWatcher } from './db/change-signal.ts'
@@ -36,6 +37,8 @@ export interface Service {
   certificateTrust: CertificateTrust
   /** STI-AS: the operator's signing credentials (keys opened with the server secret). */
   shakenCredentials: Credentials
+  /** Call verification with this service's trust sources (every interface that verifies calls). */
+  callVerifier: CallVerifier
   /** Phone number -> token link, cached for approvals (see PhoneLinks). */
   phoneLinks: PhoneLinks
   /** `transaction_details?wait=`: requests waiting for a decision, woken by the change signal. */
@@ -171,7 +174,8 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       warnings.push(...accounts.warnings())
     }
     return {
-      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks, decisionWaiters, events, warnings, accounts,
+      config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks,
+      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts,
       get secret(): Buffer {
         return secret()
       },

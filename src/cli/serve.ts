@@ -9,6 +9,7 @@ import { buildApp } from '../http/app.ts'
 import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
 import { checkLedger } from '../ledger/ledger.ts'
 import type { Service } from '../service.ts'
+import { SipServer } from '../sip/server.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
@@ -50,7 +51,7 @@ async function issueDevelopmentKey(service: Service): Promise<void> {
 }
 
 /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
-function closeGracefully(app: FastifyInstance, service: Service): void {
+function closeGracefully(app: FastifyInstance, service: Service, sip: SipServer | undefined): void {
   let closing = false
   const stop = (signal: string) => {
     if (closing) return
@@ -66,7 +67,7 @@ function closeGracefully(app: FastifyInstance, service: Service): void {
     // until the grace period ends. Close such connections as soon as they fall idle.
     const idle = setInterval(() => app.server.closeIdleConnections(), 100)
     idle.unref()
-    app.close()
+    Promise.all([app.close(), sip?.close()])
       .then(() => service.close())
       .then(() => process.exit(0), (err: unknown) => {
         app.log.error({ err }, 'error during shutdown')
@@ -99,9 +100,17 @@ export function buildPagesIfStale(): void {
 
 export async function serve(service: Service): Promise<FastifyInstance> {
   await issueDevelopmentKey(service)
-  const app = await buildApp(service)
-  closeGracefully(app, service)
+  const sip = service.config.sip === null ? undefined : new SipServer(service, service.config.sip)
+  const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip] })
+  closeGracefully(app, service, sip)
   await app.listen({ port: service.config.port, host: service.config.host })
+  if (sip !== undefined) {
+    await sip.listen()
+    const { host } = service.config.sip!
+    app.log.info({ udp: `${host}:${sip.address.udp}`, tcp: `${host}:${sip.address.tcp}`, trusted: service.config.sip!.trustedSources },
+      'SIP redirect interface listening (docs/sip.md)')
+    if (service.config.sip!.signingKeyId === null) app.log.warn('SIP_SIGNING_KEY is unset: SIP INVITEs asking to sign are refused (403)')
+  }
   // After listening: a process that cannot serve must not be the one watching the ledger.
   service.events.watcher.onStateChange = (state, err) => {
     if (state === 'watching') app.log.info({ source: service.events.watcher.source }, 'ledger watcher: watching the ledger\'s ApprovalEvents')

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import { Admission, useAdmission } from './admission.ts'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Registry } from 'prom-client'
 import type { Service } from '../service.ts'
 import { registerErrorHandling } from './errors.ts'
 import { useJsonParser } from './json-body.ts'
@@ -27,6 +28,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 export interface AppOptions {
   /** pino options, or false for no logs (tests). */
   logger?: FastifyServerOptions['logger']
+  /** Other interfaces of this process whose metrics /metrics shows (the SIP server). */
+  metrics?: Array<{ register(registry: Registry): void }>
 }
 
 /** The log line of a request: path and query keys only (query values can be capabilities). */
@@ -130,7 +133,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     done()
   })
   await registerOpenApi(app, service)
-  registerObservability(app, service, admission)
+  registerObservability(app, service, [admission, ...(options.metrics ?? [])])
   service.accounts.useLogger(app.log)
   await app.register(identityRoutes, { service })
   await app.register(approvalRoutes, { service })

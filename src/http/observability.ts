@@ -5,13 +5,12 @@ import { RedisRateLimiter } from '../lib/rate-limiter.ts'
 import { oldestPendingAgeMs } from '../events/webhooks/deliveries.ts'
 import { listSubscriptions } from '../events/webhooks/subscriptions.ts'
 import type { Service } from '../service.ts'
-import type { Admission } from './admission.ts'
 
 /** /healthz (process alive), /readyz (database reachable) and Prometheus /metrics. */
-export function registerObservability(app: FastifyInstance, service: Service, admission?: Admission): void {
+export function registerObservability(app: FastifyInstance, service: Service, sources: Array<{ register(registry: Registry): void }> = []): void {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'kns_' })
-  admission?.register(registry)
+  for (const source of sources) source.register(registry)
   const duration = new Histogram({
     name: 'kns_http_request_duration_seconds',
     help: 'HTTP request duration by route and status',

@@ -145,6 +145,12 @@ export async function createApiKey(db: Executor, input: { vendor: string; scopes
   return { id, key: `kns_${id}_${secret}`, vendor, scopes, signing, rate: input.rate, createdAt, revokedAt: null }
 }
 
+/** One key by its id (not its secret): what an operator names in settings (SIP_SIGNING_KEY). */
+export async function findApiKey(db: Executor, id: string): Promise<ApiKey | null> {
+  const row = await db.get<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id])
+  return row === undefined ? null : fromRow(row)
+}
+
 export async function listApiKeys(db: Executor): Promise<ApiKey[]> {
   const rows = await db.all<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')
   return rows.map(fromRow)

@@ -1,27 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { verifyCall } from '../../caller/verify-call.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
-import { sipReasonOf, verstatOf } from '../../caller/sip-outcome.ts'
 import { canonicalPhone } from '../../identity/phone.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
 import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../../contract/api-schemas.ts'
-
-/** The verification pipeline with this service's trust sources and limits, and what a SIP proxy makes of its verdict. */
-export async function verifyCallFor(service: Service, call: { origTN: string; destTN: string; jwt: string; identity?: string | string[]; nowS?: number }) {
-  const verdict = await verifyCall({
-    directory: service.keyDirectory, certificates: service.certificateTrust, trustOrder: service.config.callerTrust,
-    jcardCache: service.certificateTrust.jcards,
-    nowS: Math.floor(Date.now() / 1000), ...call, maxAgeS: service.config.callMaxAgeS,
-  })
-  return {
-    ...verdict,
-    verstat: verstatOf(verdict.success, verdict.code),
-    ...(verdict.success || verdict.code === undefined ? {} : { sipReason: sipReasonOf(verdict.code) }),
-  }
-}
 
 export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -52,7 +36,7 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
   }, async (request) => {
     const { origTN, destTN, jwt, identity, debug } = request.body
     if ((jwt === undefined) === (identity === undefined)) throw new ValidationError('give exactly one of jwt and identity', { field: 'jwt' })
-    const verdict = await verifyCallFor(service, { origTN, destTN, jwt: jwt ?? '', ...(identity === undefined ? {} : { identity }) })
+    const verdict = await service.callVerifier.verify({ origTN, destTN, jwt: jwt ?? '', ...(identity === undefined ? {} : { identity }) })
     const found = {
       ...(verdict.attestation === undefined ? {} : { attestation: verdict.attestation }),
       ...(verdict.trust === undefined ? {} : { trust: verdict.trust }),

@@ -10,7 +10,6 @@ import { BODY_LIMITS } from '../json-body.ts'
 import {
   CertificateFileParams, StirSigningRequest, StirSigningResponse, StirVerificationRequest, StirVerificationResponse, withErrors,
 } from '../../contract/api-schemas.ts'
-import { verifyCallFor } from './caller.ts'
 
 /** How far the INVITE's `time` may be from this server's clock. */
 const MAX_TIME_SKEW_S = 300
@@ -40,7 +39,7 @@ export async function stirRoutes(fastify: FastifyInstance, { service }: { servic
     if (Math.abs(time - Date.now() / 1000) > MAX_TIME_SKEW_S) {
       throw new ValidationError(`time is more than ${MAX_TIME_SKEW_S} s from the server clock`, { field: 'verificationRequest.time' })
     }
-    const verdict = await verifyCallFor(service, { origTN: from.tn, destTN: to.tn[0]!, jwt: '', identity, nowS: time })
+    const verdict = await service.callVerifier.verify({ origTN: from.tn, destTN: to.tn[0]!, jwt: '', identity, nowS: time })
     return {
       verificationResponse: {
         verstat: verdict.verstat,

@@ -1,0 +1,45 @@
+import type { Config } from '../config.ts'
+import type { KeyDirectory } from './key-directory.ts'
+import type { CertificateTrust } from './shaken/certificate-trust.ts'
+import { sipReasonOf, verstatOf, type SipReason, type Verstat } from './sip-outcome.ts'
+import { verifyCall, type CallVerdict } from './verify-call.ts'
+
+export interface CallToVerify {
+  origTN: string
+  destTN: string
+  jwt: string
+  identity?: string | string[]
+  /** When the call arrived (epoch seconds); default now. */
+  nowS?: number
+}
+
+export type ServiceCallVerdict = CallVerdict & { verstat: Verstat; sipReason?: SipReason }
+
+/**
+ * The verification pipeline with this service's trust sources and limits, and what a SIP
+ * proxy makes of its verdict: one entry point for every interface that verifies calls
+ * (call-signature-verification, the ATIS-1000082 STI-VS, the SIP redirect server).
+ */
+export class CallVerifier {
+  readonly #directory: KeyDirectory
+  readonly #certificates: CertificateTrust
+  readonly #config: Pick<Config, 'callerTrust' | 'callMaxAgeS'>
+
+  constructor(directory: KeyDirectory, certificates: CertificateTrust, config: Pick<Config, 'callerTrust' | 'callMaxAgeS'>) {
+    this.#directory = directory
+    this.#certificates = certificates
+    this.#config = config
+  }
+
+  async verify(call: CallToVerify): Promise<ServiceCallVerdict> {
+    const verdict = await verifyCall({
+      directory: this.#directory, certificates: this.#certificates, trustOrder: this.#config.callerTrust,
+      jcardCache: this.#certificates.jcards, nowS: Math.floor(Date.now() / 1000), ...call, maxAgeS: this.#config.callMaxAgeS,
+    })
+    return {
+      ...verdict,
+      verstat: verstatOf(verdict.success, verdict.code),
+      ...(verdict.success || verdict.code === undefined ? {} : { sipReason: sipReasonOf(verdict.code) }),
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto'
+import type { ServiceCallVerdict } from '../caller/call-verifier.ts'
+import { signDivPassport, signPassport } from '../caller/shaken/sign-passport.ts'
+import { chooseCredential } from '../caller/shaken/signing-authority.ts'
+import type { Verstat } from '../caller/sip-outcome.ts'
+import { KnsError } from '../errors.ts'
+import type { SigningBinding } from '../keys/api-keys.ts'
+import type { Service } from '../service.ts'
+import { headerValues, param, parseNameAddr, telephoneNumber, uriHost, type NameAddr, type SipRequest, type SipResponse } from './message.ts'
+
+/**
+ * The SIP redirect interface SBCs use to reach an STI-AS and an STI-VS (ATIS-1000074 deployments,
+ * as ClearIP, Sansay and others answer): an INVITE in, a 302 out whose headers the SBC copies
+ * onto the call before it routes it on.
+ * - Signing: 302 with the Identity header to add (a div PASSporT when the INVITE is diverted).
+ * - Verification: 302 whose Contact carries the P-Asserted-Identity with `verstat` (and the
+ *   same P-Asserted-Identity as a header of the 302, for SBCs that copy headers instead).
+ * - Policy: 603 Network Blocked with an ATIS-1000099 ("603+") Reason header.
+ * Which of the two an INVITE asks: `sti=as|vs` on the Request-URI, or `qtype=sti-as|sti-vs` on
+ * From (Sansay's way); otherwise an INVITE with an Identity header is verified and one
+ * without is signed.
+ */
+
+export interface RedirectPolicy {
+  /** SIP_BLOCK: which verification outcomes get 603+ instead of 302. */
+  block: ReadonlySet<'failed' | 'unverified'>
+  /** SIP_REDRESS: the contact a blocked caller is given (ATIS-1000099: url, tel or email). */
+  redress: string | null
+  /** The signing binding of SIP_SIGNING_KEY (null: SIP signs nothing), read per call. */
+  signingBinding(): Promise<SigningBinding | null>
+}
+
+const MOVED: Pick<SipResponse, 'status' | 'reason'> = { status: 302, reason: 'Moved Temporarily' }
+
+/** Header values from what the service says: no CR, LF or unbalanced quotes reach the wire. */
+const safeText = (text: string) => text.replace(/[\r\n"\\]/g, ' ').slice(0, 200)
+
+function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
+  const explicit = param(request.uri.replace(/\?.*$/, ''), 'sti') ?? ''
+  if (explicit === 'as' || explicit === 'vs') return explicit
+  const qtype = param(from.params, 'qtype')
+  if (qtype === 'sti-as') return 'as'
+  if (qtype === 'sti-vs') return 'vs'
+  return request.headers.has('identity') ? 'vs' : 'as'
+}
+
+/** The caller: the first P-Asserted-Identity naming a telephone number, else From (RFC 8224 and ATIS-1000074). */
+function callerOf(request: SipRequest, from: NameAddr): { tn: string | null; addr: NameAddr } {
+  for (const value of headerValues(request, 'p-asserted-identity')) {
+    const addr = parseNameAddr(value)
+    const tn = telephoneNumber(addr.uri)
+    if (tn !== null) return { tn, addr }
+  }
+  return { tn: telephoneNumber(from.uri), addr: from }
+}
+
+/** The called number: the Request-URI's user, else To. */
+function calledOf(request: SipRequest, to: NameAddr): string | null {
+  return telephoneNumber(request.uri) ?? telephoneNumber(to.uri)
+}
+
+/** The Request-URI without its headers part: where the SBC routes the call on. */
+const onward = (request: SipRequest) => request.uri.replace(/\?.*$/, '')
+
+export async function redirect(service: Service, policy: RedirectPolicy, request: SipRequest, source: string): Promise<SipResponse> {
+  const from = parseNameAddr(headerValues(request, 'from')[0] ?? '')
+  const to = parseNameAddr(headerValues(request, 'to')[0] ?? '')
+  return mode(request, from) === 'vs' ? verification(service, policy, request, from, to) : signing(service, policy, request, from, to, source)
+}
+
+async function verification(service: Service, policy: RedirectPolicy, request: SipRequest, from: NameAddr, to: NameAddr): Promise<SipResponse> {
+  const caller = callerOf(request, from)
+  const called = calledOf(request, to)
+  const identities = headerValues(request, 'identity')
+  let verstat: Verstat = 'No-TN-Validation'
+  let verdict: ServiceCallVerdict | undefined
+  if (caller.tn !== null && called !== null && identities.length > 0) {
+    verdict = await service.callVerifier.verify({ origTN: `+${caller.tn}`, destTN: `+${called}`, jwt: '', identity: identities })
+    verstat = verdict.verstat
+  }
+  const blocked = (verstat === 'TN-Validation-Failed' && policy.block.has('failed')) || (verstat === 'No-TN-Validation' && policy.block.has('unverified'))
+  if (blocked) return networkBlocked(policy)
+  const name = verdict?.rcd?.nam
+  const host = uriHost(caller.addr.uri) ?? uriHost(from.uri) ?? 'invalid'
+  const assertedUri = caller.tn === null ? caller.addr.uri : `sip:+${caller.tn}@${host};user=phone`
+  const pai = `${name === undefined || name === '' ? '' : `"${safeText(name)}" `}<${assertedUri};verstat=${verstat}>`
+  const headers: Array<[string, string]> = [
+    // RFC 3261 19.1.1: a header in the Contact URI, escaped, which the SBC applies to the call.
+    ['Contact', `<${onward(request)}?P-Asserted-Identity=${encodeURIComponent(pai)}>`],
+    ['P-Asserted-Identity', pai],
+  ]
+  if (verdict?.sipReason !== undefined) headers.push(['Reason', `SIP;cause=${verdict.sipReason.code};text="${verdict.sipReason.text}"`])
+  return { ...MOVED, headers }
+}
+
+/** ATIS-1000099: 603 "Network Blocked", Reason SIP cause 603 with `v=analytics1` and the redress contact. */
+function networkBlocked(policy: RedirectPolicy): SipResponse {
+  const contact = policy.redress === null ? '' : policy.redress.startsWith('tel:') ? `;tel=${policy.redress.slice(4)}`
+    : policy.redress.startsWith('mailto:') ? `;email=${policy.redress.slice(7)}` : `;url=${policy.redress}`
+  return { status: 603, reason: 'Network Blocked', headers: [['Reason', `SIP;cause=603;text="v=analytics1${contact}";location=RLN`]] }
+}
+
+/** RFC 8588 origid: one UUID per originating SBC (its address), stable across calls, telling nothing of it. */
+function origidOf(source: string): string {
+  const hex = createHash('sha256').update(`kns sip origid ${source}`).digest('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+async function signing(service: Service, policy: RedirectPolicy, request: SipRequest, from: NameAddr, to: NameAddr, source: string): Promise<SipResponse> {
+  const caller = callerOf(request, from)
+  const called = calledOf(request, to)
+  if (caller.tn === null) return refused(400, 'Bad Request', 'the caller (P-Asserted-Identity or From) is not a telephone number')
+  if (called === null) return refused(400, 'Bad Request', 'the called party (Request-URI or To) is not a telephone number')
+  const attestation = headerValues(request, 'attestation-info')[0]?.toUpperCase() ?? 'C'
+  if (attestation !== 'A' && attestation !== 'B' && attestation !== 'C') return refused(400, 'Bad Request', 'Attestation-Info must be A, B or C')
+  const binding = await policy.signingBinding()
+  const credentials = await service.shakenCredentials.all()
+  const iat = Math.floor(Date.now() / 1000)
+  try {
+    // RFC 8946: a diverted call that arrives signed gets a div PASSporT for the diverting number.
+    const diversion = headerValues(request, 'diversion')[0]
+    if (diversion !== undefined && request.headers.has('identity')) {
+      const divertedFrom = telephoneNumber(parseNameAddr(diversion).uri)
+      if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion header does not name a telephone number')
+      const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
+      const { identity } = await signDivPassport(credential, { orig: caller.tn, div: divertedFrom, dest: [called], iat })
+      return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
+    }
+    const credential = chooseCredential(credentials, binding, { signerTN: caller.tn, field: 'P-Asserted-Identity', attest: attestation })
+    const { identity } = await signPassport(credential, { orig: caller.tn, dest: [called], attest: attestation, iat, origid: origidOf(source) })
+    return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
+  } catch (err) {
+    if (!(err instanceof KnsError)) throw err
+    const status = err.code === 'FORBIDDEN' ? [403, 'Forbidden'] as const : err.code === 'NOT_FOUND' ? [404, 'Not Found'] as const : [400, 'Bad Request'] as const
+    return refused(status[0], status[1], err.message)
+  }
+}
+
+function refused(status: number, reason: string, why: string): SipResponse {
+  return { status, reason, headers: [['Warning', `399 kns "${safeText(why)}"`]] }
+}

@@ -1,0 +1,256 @@
+import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram'
+import { randomBytes } from 'node:crypto'
+import { BlockList, createServer, isIPv6, type Server as TcpServer, type Socket } from 'node:net'
+import { Counter, Gauge, type Registry } from 'prom-client'
+import { findApiKey, type SigningBinding } from '../keys/api-keys.ts'
+import type { SipSettings } from '../lib/sip-settings.ts'
+import type { Service } from '../service.ts'
+import { declaredLength, headerEnd, MAX_MESSAGE_BYTES, parseRequest, renderResponse, single, SipParseError, transactionKey, type SipRequest, type SipResponse } from './message.ts'
+import { redirect, type RedirectPolicy } from './redirect.ts'
+import { InviteTransactions } from './transactions.ts'
+
+/**
+ * The SIP redirect server (docs/sip.md): UDP and TCP on SIP_LISTEN, serving only the SBCs of
+ * SIP_TRUSTED_SOURCES (anyone else is dropped without an answer: no reflection, nothing
+ * learnt). INVITE -> 302/603/4xx (src/sip/redirect.ts); OPTIONS -> 200 (SBC keep-alive);
+ * CANCEL -> 200 and 487 for an INVITE not yet answered; ACK absorbed; other methods 405.
+ * Over UDP the INVITE's final response is retransmitted until its ACK (RFC 3261 17.2.1).
+ */
+const ALLOW = 'INVITE, ACK, CANCEL, OPTIONS'
+/** INVITEs being worked on at once; past it, 503 with Retry-After (an SBC then tries another server). */
+const MAX_IN_FLIGHT = 512
+const MAX_TCP_CONNECTIONS = 1024
+const TCP_IDLE_MS = 5 * 60_000
+/** RFC 3261: send 100 Trying when the final answer is not ready within 200 ms. */
+const TRYING_AFTER_MS = 200
+const SIGNING_BINDING_TTL_MS = 1000
+
+type Reply = (bytes: Buffer) => void
+
+export class SipServer {
+  readonly #service: Service
+  readonly #settings: SipSettings
+  readonly #trusted = new BlockList()
+  readonly #transactions: InviteTransactions
+  readonly #policy: RedirectPolicy
+  #udp: UdpSocket | undefined
+  #tcp: TcpServer | undefined
+  readonly #connections = new Set<Socket>()
+  #inFlight = 0
+  #binding: { value: SigningBinding | null; until: number } | undefined
+  #requests: Counter<'method' | 'status' | 'transport'> | undefined
+  #dropped: Counter<'reason'> | undefined
+  readonly #counts = { dropped: 0 }
+
+  constructor(service: Service, settings: SipSettings) {
+    this.#service = service
+    this.#settings = settings
+    for (const entry of settings.trustedSources) {
+      const [address, prefix] = entry.split('/') as [string, string | undefined]
+      const family = isIPv6(address) ? 'ipv6' : 'ipv4'
+      if (prefix === undefined) this.#trusted.addAddress(address, family)
+      else this.#trusted.addSubnet(address, Number(prefix), family)
+    }
+    this.#transactions = new InviteTransactions()
+    this.#policy = { block: new Set(settings.block), redress: settings.redress, signingBinding: () => this.#signingBinding() }
+  }
+
+  /** Its counters, in the service's registry (/metrics). */
+  register(registry: Registry): void {
+    this.#requests = new Counter({
+      name: 'kns_sip_requests_total', help: 'SIP requests answered, by method, response status and transport',
+      labelNames: ['method', 'status', 'transport'] as const, registers: [registry],
+    })
+    this.#dropped = new Counter({ name: 'kns_sip_dropped_total', help: 'SIP messages dropped unanswered, by reason', labelNames: ['reason'] as const, registers: [registry] })
+    const sip = this
+    new Gauge({ name: 'kns_sip_in_flight', help: 'SIP INVITEs being worked on', registers: [registry], collect() { this.set(sip.#inFlight) } })
+  }
+
+  get address(): { udp: number | undefined; tcp: number | undefined } {
+    const tcp = this.#tcp?.address()
+    return { udp: this.#udp?.address().port, tcp: typeof tcp === 'object' && tcp !== null ? tcp.port : undefined }
+  }
+
+  async listen(): Promise<void> {
+    const { host, port } = this.#settings
+    const udp = createSocket({ type: isIPv6(host) ? 'udp6' : 'udp4', reuseAddr: false })
+    udp.on('message', (message, remote) => this.#onDatagram(message, remote))
+    udp.on('error', () => {}) // an ICMP error for one peer must not stop the socket
+    await new Promise<void>((resolve, reject) => {
+      udp.once('error', reject)
+      udp.bind(port, host, () => resolve())
+    })
+    this.#udp = udp
+    // TCP on the same port as UDP (the port UDP got, when SIP_LISTEN asked for 0).
+    const tcp = createServer((socket) => this.#onConnection(socket))
+    tcp.maxConnections = MAX_TCP_CONNECTIONS
+    await new Promise<void>((resolve, reject) => {
+      tcp.once('error', reject)
+      tcp.listen(udp.address().port, host, () => resolve())
+    })
+    this.#tcp = tcp
+  }
+
+  async close(): Promise<void> {
+    this.#transactions.clear()
+    for (const socket of this.#connections) socket.destroy()
+    await Promise.all([
+      new Promise<void>((resolve) => (this.#udp === undefined ? resolve() : this.#udp.close(() => resolve()))),
+      new Promise<void>((resolve) => (this.#tcp === undefined ? resolve() : this.#tcp.close(() => resolve()))),
+    ])
+  }
+
+  #isTrusted(address: string): boolean {
+    const plain = address.startsWith('::ffff:') ? address.slice(7) : address
+    return this.#trusted.check(plain, isIPv6(plain) ? 'ipv6' : 'ipv4')
+  }
+
+  #drop(reason: string): void {
+    this.#counts.dropped++
+    this.#dropped?.inc({ reason })
+  }
+
+  #onDatagram(message: Buffer, remote: RemoteInfo): void {
+    if (!this.#isTrusted(remote.address)) return this.#drop('untrusted_source')
+    // Keep-alive (RFC 5626 4.4.1): a bare CRLF datagram needs no answer over UDP.
+    if (message.length <= 4 && message.toString('latin1').trim() === '') return
+    const reply: Reply = (bytes) => this.#udp?.send(bytes, remote.port, remote.address)
+    void this.#handle(message, { address: remote.address, port: remote.port }, reply, 'udp')
+  }
+
+  #onConnection(socket: Socket): void {
+    const address = socket.remoteAddress ?? ''
+    if (!this.#isTrusted(address)) {
+      this.#drop('untrusted_source')
+      socket.destroy()
+      return
+    }
+    this.#connections.add(socket)
+    socket.setTimeout(TCP_IDLE_MS, () => socket.destroy())
+    socket.on('close', () => this.#connections.delete(socket))
+    socket.on('error', () => socket.destroy())
+    const source = { address, port: socket.remotePort ?? 0 }
+    const reply: Reply = (bytes) => { if (!socket.destroyed) socket.write(bytes) }
+    let buffer: Buffer = Buffer.alloc(0)
+    socket.on('data', (chunk: Buffer) => {
+      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
+      for (;;) {
+        // RFC 5626 keep-alive: a double CRLF is answered with one CRLF; stray CRLFs are skipped.
+        let skip = 0
+        while (skip + 1 < buffer.length && buffer[skip] === 13 && buffer[skip + 1] === 10) skip += 2
+        if (skip >= 4) reply(Buffer.from('\r\n'))
+        if (skip > 0) buffer = buffer.subarray(skip)
+        const end = headerEnd(buffer)
+        if (end === -1) {
+          if (buffer.length > MAX_MESSAGE_BYTES) {
+            this.#drop('oversized')
+            socket.destroy()
+          }
+          return
+        }
+        const length = declaredLength(buffer.subarray(0, end).toString('latin1'))
+        if (length === null || end + 4 + length > MAX_MESSAGE_BYTES) {
+          // No framing over a stream without Content-Length (RFC 3261 18.3): the connection cannot go on.
+          this.#drop(length === null ? 'no_content_length' : 'oversized')
+          socket.destroy()
+          return
+        }
+        if (buffer.length < end + 4 + length) return
+        const message = buffer.subarray(0, end + 4 + length)
+        buffer = buffer.subarray(end + 4 + length)
+        void this.#handle(Buffer.from(message), source, reply, 'tcp')
+      }
+    })
+  }
+
+  #count(method: string, status: number, transport: string): void {
+    this.#requests?.inc({ method: ['INVITE', 'ACK', 'CANCEL', 'OPTIONS'].includes(method) ? method : 'other', status: String(status), transport })
+  }
+
+  async #handle(message: Buffer, source: { address: string; port: number }, reply: Reply, transport: 'udp' | 'tcp'): Promise<void> {
+    let request: SipRequest | null
+    try {
+      request = parseRequest(message)
+    } catch (err) {
+      if (!(err instanceof SipParseError)) throw err
+      return this.#drop('unparsable')
+    }
+    if (request === null) return this.#drop('response')
+    const toTag = randomBytes(6).toString('hex')
+    const send = (response: SipResponse) => {
+      reply(renderResponse(request, response, source, toTag))
+      this.#count(request.method, response.status, transport)
+    }
+    const key = transactionKey(request)
+    try {
+      // What a response must copy: without it no response can be addressed (dropped).
+      for (const name of ['from', 'to', 'call-id', 'cseq']) single(request, name)
+      if ((request.headers.get('via')?.length ?? 0) === 0) throw new SipParseError('no Via')
+    } catch {
+      if (request.method === 'ACK' || (request.headers.get('via')?.length ?? 0) === 0) return this.#drop('unaddressable')
+      return send({ status: 400, reason: 'Bad Request', headers: [['Warning', '399 kns "Via, From, To, Call-ID and CSeq must each appear once"']] })
+    }
+    switch (request.method) {
+      case 'ACK':
+        if (key !== null) this.#transactions.acknowledged(key)
+        return
+      case 'OPTIONS':
+        return send({ status: 200, reason: 'OK', headers: [['Allow', ALLOW], ['Accept', 'application/sdp']] })
+      case 'CANCEL': {
+        send({ status: 200, reason: 'OK', headers: [] })
+        const pending = key === null ? undefined : this.#transactions.cancel(key)
+        if (pending?.finish(renderResponse(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, source, toTag))) {
+          this.#count('INVITE', 487, transport)
+        }
+        return
+      }
+      case 'INVITE':
+        return this.#invite(request, key, source, reply, transport, send, toTag)
+      default:
+        return send({ status: 405, reason: 'Method Not Allowed', headers: [['Allow', ALLOW]] })
+    }
+  }
+
+  async #invite(request: SipRequest, key: string | null, source: { address: string; port: number }, reply: Reply, transport: 'udp' | 'tcp',
+    send: (response: SipResponse) => void, toTag: string): Promise<void> {
+    // A retransmitted INVITE (UDP): the answer again, or nothing while it is being worked on.
+    if (key !== null && this.#transactions.retransmitted(key)) return
+    if (this.#inFlight >= MAX_IN_FLIGHT) {
+      return send({ status: 503, reason: 'Service Unavailable', headers: [['Retry-After', '1']] })
+    }
+    const tracked = key === null ? undefined : this.#transactions.begin(key, request, reply, transport === 'udp')
+    this.#inFlight++
+    const trying = setTimeout(() => reply(renderResponse(request, { status: 100, reason: 'Trying', headers: [] }, source, '')), TRYING_AFTER_MS)
+    let response: SipResponse
+    try {
+      response = await redirect(this.#service, this.#policy, request, source.address)
+    } catch (err) {
+      if (err instanceof SipParseError) response = { status: 400, reason: 'Bad Request', headers: [['Warning', `399 kns "${err.message.replace(/"/g, "'")}"`]] }
+      else {
+        response = { status: 500, reason: 'Server Internal Error', headers: [['Retry-After', '5']] }
+        process.emitWarning(`SIP INVITE failed: ${err instanceof Error ? err.message : String(err)}`)
+      }
+    } finally {
+      clearTimeout(trying)
+      this.#inFlight--
+    }
+    if (tracked !== undefined) {
+      // Cancelled meanwhile: the 487 went out instead.
+      if (!tracked.finish(renderResponse(request, response, source, toTag))) return
+      this.#count(request.method, response.status, transport)
+      return
+    }
+    send(response)
+  }
+
+  async #signingBinding(): Promise<SigningBinding | null> {
+    const id = this.#settings.signingKeyId
+    if (id === null) return null
+    const now = Date.now()
+    if (this.#binding !== undefined && now < this.#binding.until) return this.#binding.value
+    const key = await findApiKey(this.#service.db, id)
+    const value = key === null || key.revokedAt !== null || !key.scopes.includes('signing') ? null : key.signing
+    this.#binding = { value, until: now + SIGNING_BINDING_TTL_MS }
+    return value
+  }
+}
