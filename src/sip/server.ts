@@ -72,6 +72,18 @@ export class SipServer {
   }
 
   async listen(): Promise<void> {
+    // SIP_LISTEN with port 0 (tests): UDP takes a free port, TCP the same number, which may be
+    // taken for TCP: then both try another.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#bind()
+      } catch (err) {
+        if (this.#settings.port !== 0 || attempt >= 5 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err
+      }
+    }
+  }
+
+  async #bind(): Promise<void> {
     const { host, port } = this.#settings
     const udp = createSocket({ type: isIPv6(host) ? 'udp6' : 'udp4', reuseAddr: false })
     udp.on('message', (message, remote) => this.#onDatagram(message, remote))
@@ -80,14 +92,18 @@ export class SipServer {
       udp.once('error', reject)
       udp.bind(port, host, () => resolve())
     })
-    this.#udp = udp
-    // TCP on the same port as UDP (the port UDP got, when SIP_LISTEN asked for 0).
     const tcp = createServer((socket) => this.#onConnection(socket))
     tcp.maxConnections = MAX_TCP_CONNECTIONS
-    await new Promise<void>((resolve, reject) => {
-      tcp.once('error', reject)
-      tcp.listen(udp.address().port, host, () => resolve())
-    })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject)
+        tcp.listen(udp.address().port, host, () => resolve())
+      })
+    } catch (err) {
+      await new Promise<void>((resolve) => udp.close(() => resolve()))
+      throw err
+    }
+    this.#udp = udp
     this.#tcp = tcp
   }
 
@@ -197,6 +213,8 @@ export class SipServer {
       case 'OPTIONS':
         return send({ status: 200, reason: 'OK', headers: [['Allow', ALLOW], ['Accept', 'application/sdp']] })
       case 'CANCEL': {
+        // RFC 3261 9.2: 481 when no INVITE of that transaction is known.
+        if (key === null || !this.#transactions.has(key)) return send({ status: 481, reason: 'Call/Transaction Does Not Exist', headers: [] })
         send({ status: 200, reason: 'OK', headers: [] })
         const pending = key === null ? undefined : this.#transactions.cancel(key)
         if (pending?.finish(renderResponse(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, source, toTag))) {

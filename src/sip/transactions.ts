@@ -75,6 +75,10 @@ export class InviteTransactions {
     this.#forget(key)
   }
 
+  has(key: string): boolean {
+    return this.#entries.has(key)
+  }
+
   /** A CANCEL: the INVITE still without a final response, if any (the caller answers it 487). */
   cancel(key: string): Tracked | undefined {
     const entry = this.#entries.get(key)
