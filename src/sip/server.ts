@@ -131,7 +131,7 @@ export class SipServer {
     // Keep-alive (RFC 5626 4.4.1): a bare CRLF datagram needs no answer over UDP.
     if (message.length <= 4 && message.toString('latin1').trim() === '') return
     const reply: Reply = (bytes) => this.#udp?.send(bytes, remote.port, remote.address)
-    void this.#handle(message, { address: remote.address, port: remote.port }, reply, 'udp')
+    this.#handle(message, { address: remote.address, port: remote.port }, reply, 'udp').catch((err: unknown) => this.#failed(err))
   }
 
   #onConnection(socket: Socket): void {
@@ -174,9 +174,15 @@ export class SipServer {
         if (buffer.length < end + 4 + length) return
         const message = buffer.subarray(0, end + 4 + length)
         buffer = buffer.subarray(end + 4 + length)
-        void this.#handle(Buffer.from(message), source, reply, 'tcp')
+        this.#handle(Buffer.from(message), source, reply, 'tcp').catch((err: unknown) => this.#failed(err))
       }
     })
+  }
+
+  /** A bug, not a verdict on the message: counted and reported, the server goes on. */
+  #failed(err: unknown): void {
+    this.#drop('internal_error')
+    process.emitWarning(`SIP message handling failed: ${err instanceof Error ? err.message : String(err)}`)
   }
 
   #count(method: string, status: number, transport: string): void {
@@ -245,7 +251,8 @@ export class SipServer {
     } catch (err) {
       if (err instanceof SipParseError) response = { status: 400, reason: 'Bad Request', headers: [['Warning', `399 kns "${err.message.replace(/"/g, "'")}"`]] }
       else {
-        response = { status: 500, reason: 'Server Internal Error', headers: [['Retry-After', '5']] }
+        // A database or ledger outage: the SBC tries another server (or routes without us).
+        response = { status: 503, reason: 'Service Unavailable', headers: [['Retry-After', '5']] }
         process.emitWarning(`SIP INVITE failed: ${err instanceof Error ? err.message : String(err)}`)
       }
     } finally {

@@ -4,7 +4,12 @@
  * with a valid proof each, a ledger approval signature, periods with data. They are offered to
  * the generators as records of correlated field values, matched by property name.
  */
+import { randomUUID } from 'node:crypto'
+import { addCredential } from '../../src/caller/shaken/credentials.ts'
 import { ledgerApproveMessage } from '../../src/ledger/approve.ts'
+import { SealedBox } from '../../src/lib/sealed-box.ts'
+import { callerNumber, claims, nowS, shakenHeader, signRaw } from '../support/caller.ts'
+import { makeShakenPki } from '../support/shaken-pki.ts'
 import { revokeApiKey } from '../../src/keys/api-keys.ts'
 import type { Harness } from '../helpers.ts'
 import { approvalBody, createApproval, ledgerApprove, newKeypair, ownedToken, register, signApproval } from '../support/kns.ts'
@@ -21,8 +26,37 @@ export interface Fixtures {
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 
+/**
+ * Calls as networks send them: a diverted call's two Identity headers (a shaken PASSporT and a
+ * div one, each signed by its number's ledger key) and a PASSporT with rich call data; a
+ * signing credential the fuzz key is bound to, and signing requests it may sign (shaken, div).
+ */
+async function callFixtures(h: Harness): Promise<FixtureRecord[]> {
+  const pki = makeShakenPki({ crlUrl: 'https://crl.example.test/fuzz.crl' })
+  try {
+    await addCredential(h.service.db, new SealedBox(h.service.secret, 'shaken-credentials'),
+      { name: 'fuzz', keyPem: pki.leaves.range.key, chainPem: pki.leaves.range.bundle, x5u: 'https://certs.example.test/fuzz.pem', displayName: 'Fuzz Bank' })
+  } finally {
+    pki.cleanup()
+  }
+  h.service.shakenCredentials.invalidate()
+  const [a, b] = [await callerNumber(h), await callerNumber(h)]
+  const c = '+14155550123'
+  const shaken = signRaw(shakenHeader(a.signers[0]!.keyId), claims(a.phone, b.phone, { rcd: { nam: 'Fuzz Caller' } }), a.signers[0]!.privateKey)
+  const div = signRaw({ alg: 'ES256', ppt: 'div', typ: 'passport', kid: b.signers[0]!.keyId },
+    { dest: { tn: [c.slice(1)] }, div: { tn: b.phone.slice(1) }, iat: nowS(), orig: { tn: a.phone.slice(1) } }, b.signers[0]!.privateKey)
+  const inRange = '12025550150'
+  return [
+    { origTN: a.phone, destTN: c, identity: [`${shaken};ppt=shaken`, `${div};ppt=div`] },
+    { origTN: a.phone, destTN: b.phone, jwt: shaken },
+    { from: { tn: a.phone.slice(1) }, to: { tn: [c.slice(1)] }, time: nowS(), identity: [`${div};ppt=div`, `${shaken};ppt=shaken`] },
+    { orig: { tn: inRange }, dest: { tn: ['14155550199'] }, attest: 'A', iat: nowS(), origid: randomUUID() },
+    { ppt: 'div', orig: { tn: '14155550199' }, div: { tn: inRange }, dest: { tn: ['14155550123'] }, iat: nowS(), credential: 'fuzz' },
+  ]
+}
+
 export async function seedFixtures(h: Harness): Promise<Fixtures> {
-  const apiKey = await h.key()
+  const apiKey = await h.key({ signing: { credentials: ['fuzz'], attest: ['A', 'B', 'C'], numbers: null } })
   const revokedKey = await h.key()
   await revokeApiKey(h.service.db, revokedKey.split('_')[1]!)
 
@@ -58,6 +92,7 @@ export async function seedFixtures(h: Harness): Promise<Fixtures> {
     { start: iso(now - 2 * HOUR), end: iso(now - HOUR) },
     { start: now - 3 * DAY, end: now - 3 * DAY + 60_000 },
     { start: '2024-02-29T23:30:00+05:30', end: '2024-03-01T00:10:00Z' },
+    ...await callFixtures(h),
   ]
   return { apiKey, revokedKey, records }
 }

@@ -1,0 +1,104 @@
+/**
+ * The SIP side of the fuzz suite: requests made from a valid INVITE by fast-check (fields
+ * dropped, doubled, cut, replaced by random text or bytes; several Identity headers, div and
+ * rcd PASSporTs, garbage in them), parsed and sent over UDP: the parser throws nothing but
+ * SipParseError, the server never answers 5xx, never crashes, and still answers afterwards.
+ */
+import { after, before, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createSocket, type Socket } from 'node:dgram'
+import fc from 'fast-check'
+import { parseRequest, SipParseError } from '../../src/sip/message.ts'
+import { SipServer } from '../../src/sip/server.ts'
+import { startHarness, type Harness } from '../helpers.ts'
+import { b64json, callerNumber, claims, nowS, shakenHeader, signRaw } from '../support/caller.ts'
+
+let h: Harness
+let sip: SipServer
+let client: Socket
+const answers: string[] = []
+let template: string[]
+
+before(async () => {
+  h = await startHarness()
+  sip = new SipServer(h.service, { host: '127.0.0.1', port: 0, trustedSources: ['127.0.0.1'], signingKeyId: null, block: [], redress: null })
+  await sip.listen()
+  client = createSocket('udp4')
+  client.on('message', (m) => answers.push(m.toString('latin1')))
+  await new Promise<void>((resolve) => client.bind(0, '127.0.0.1', resolve))
+  const a = await callerNumber(h)
+  const shaken = signRaw(shakenHeader(a.signers[0]!.keyId), claims(a.phone, '+14155550199', { rcd: { nam: 'Acme', jcl: 'https://127.0.0.1:1/x.json' } }), a.signers[0]!.privateKey)
+  const div = `${b64json({ alg: 'ES256', ppt: 'div', typ: 'passport', kid: 'k' })}.${b64json({ dest: { tn: ['14155550123'] }, div: { tn: '14155550199' }, iat: nowS(), orig: { tn: a.phone.slice(1) } })}.AAAA`
+  template = [
+    'INVITE sip:+14155550123@127.0.0.1;user=phone SIP/2.0',
+    `Via: SIP/2.0/UDP 127.0.0.1:${client.address().port};rport;branch=z9hG4bK-fuzz`,
+    `From: "Caller" <sip:${a.phone}@127.0.0.1;user=phone>;tag=1`,
+    'To: <sip:+14155550123@127.0.0.1>',
+    'Call-ID: fuzz-1',
+    'CSeq: 1 INVITE',
+    'Max-Forwards: 70',
+    `P-Asserted-Identity: <sip:${a.phone}@127.0.0.1;user=phone>, <tel:${a.phone}>`,
+    `Identity: ${shaken};info=<https://127.0.0.1:1/x.pem>;alg=ES256;ppt=shaken`,
+    `Identity: ${div};ppt=div`,
+    'Diversion: <sip:+14155550199@127.0.0.1>;reason=unconditional;counter=1',
+    'Attestation-Info: A',
+    'Content-Length: 0',
+  ]
+})
+after(async () => {
+  client?.close()
+  await sip?.close()
+  await h?.close()
+})
+
+const line = fc.oneof(
+  fc.string({ maxLength: 80 }),
+  fc.constantFrom('Identity: ', 'Identity: a.b.c', 'Via: SIP/2.0/UDP', 'Content-Length: 99999', 'Content-Length: -1', 'y: x.y.z;ppt=div',
+    'From: <sip:@>', 'To: "unterminated <sip:x@y>', 'CSeq: 1', 'P-Asserted-Identity: <tel:+1-415-555-0199;verstat=x>', ' folded continuation'),
+  fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString('latin1')),
+)
+const mutation = fc.oneof(
+  fc.record({ kind: fc.constant('drop' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('double' as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), text: line }),
+  fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), text: line }),
+  fc.record({ kind: fc.constant('cut' as const), at: fc.nat(), keep: fc.nat({ max: 200 }) }),
+)
+
+function mutate(lines: string[], mutations: Array<{ kind: string; at: number; text?: string; keep?: number }>): string {
+  const out = [...lines]
+  for (const m of mutations) {
+    const i = m.at % Math.max(out.length, 1)
+    if (m.kind === 'drop') out.splice(i, 1)
+    else if (m.kind === 'double') out.splice(i, 0, out[i] ?? '')
+    else if (m.kind === 'replace') out[i] = m.text!
+    else if (m.kind === 'insert') out.splice(i, 0, m.text!)
+    else out[i] = (out[i] ?? '').slice(0, m.keep)
+  }
+  return `${out.join('\r\n')}\r\n\r\n`
+}
+
+test('mutated INVITEs: the parser throws only SipParseError; the server never answers 5xx and keeps answering', { timeout: 120_000 }, async () => {
+  const port = sip.address.udp!
+  let sent = 0
+  await fc.assert(fc.asyncProperty(fc.array(mutation, { minLength: 1, maxLength: 4 }), fc.nat(), async (mutations, n) => {
+    const text = mutate(template, mutations).replace('branch=z9hG4bK-fuzz', `branch=z9hG4bK-fuzz-${n}-${sent}`)
+    const bytes = Buffer.from(text, 'latin1')
+    try {
+      parseRequest(bytes)
+    } catch (err) {
+      assert.ok(err instanceof SipParseError, `parseRequest threw ${String(err)} for ${JSON.stringify(text.slice(0, 300))}`)
+    }
+    sent++
+    await new Promise<void>((resolve) => client.send(bytes, port, '127.0.0.1', () => resolve()))
+  }), { numRuns: 400, seed: Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31) })
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const serverErrors = answers.filter((a) => /^SIP\/2\.0 5\d\d/.test(a) && !a.startsWith('SIP/2.0 503'))
+  assert.deepEqual(serverErrors.map((a) => a.split('\r\n')[0]), [])
+  answers.length = 0
+  const options = template.slice(0, 7).join('\r\n').replace('INVITE sip', 'OPTIONS sip').replace('1 INVITE', '1 OPTIONS').replace('z9hG4bK-fuzz', 'z9hG4bK-after')
+  await new Promise<void>((resolve) => client.send(Buffer.from(`${options}\r\nContent-Length: 0\r\n\r\n`), port, '127.0.0.1', () => resolve()))
+  const deadline = Date.now() + 2000
+  while (!answers.some((a) => a.startsWith('SIP/2.0 200')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.ok(answers.some((a) => a.startsWith('SIP/2.0 200')), 'the server still answers')
+})
