@@ -3,7 +3,7 @@
  * dependency-cruiser (`npm run check:layers`, part of `npm test`): imports only run down the
  * layers, and nothing imports in a circle.
  *
- *   cli -> http -> service.ts, migrations.ts -> areas (identity, keys, approvals, caller, stats, events)
+ *   cli -> http, sip -> service.ts, migrations.ts -> areas (identity, keys, approvals, caller, stats, events)
  *       -> ledger -> db -> base (lib, contract, errors.ts, config.ts)
  *
  * Areas may use each other (without circles); the pages (web/) see only src/contract/.
