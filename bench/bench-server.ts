@@ -12,6 +12,8 @@ const log = (line: string) => process.stderr.write(`${line}\n`)
 
 export interface Target {
   port: number
+  /** The SIP redirect interface's UDP port, when the server was started with SIP_LISTEN. */
+  sipPort?: number
   /** The server child's process id (for its /proc entries). */
   pid: number
   /** The server process's CPU time so far, µs (user + system, all threads). */
@@ -32,8 +34,8 @@ export async function startServer(label: string, mode: 'bare' | 'app', env: Reco
   for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'UV_THREADPOOL_SIZE']) if (process.env[name] !== undefined) childEnv[name] = process.env[name]
   const child: ChildProcess = fork(new URL('./server.ts', import.meta.url), [], { env: childEnv, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))
-  const port = await new Promise<number>((resolvePort, reject) => {
-    child.once('message', (message) => resolvePort((message as { port: number }).port))
+  const { port, sipPort } = await new Promise<{ port: number; sipPort?: number }>((resolvePort, reject) => {
+    child.once('message', (message) => resolvePort(message as { port: number; sipPort?: number }))
     child.once('error', reject)
     void exited.then((code) => reject(new Error(`${label} server exited with code ${code} before listening`)))
   })
@@ -41,6 +43,7 @@ export async function startServer(label: string, mode: 'bare' | 'app', env: Reco
   void exited.then((code) => { if (crashed) log(`!! ${label} server exited unexpectedly (code ${code})`) })
   return {
     port,
+    ...(sipPort === undefined ? {} : { sipPort }),
     pid: child.pid!,
     cpu: () => new Promise<number>((resolveCpu) => {
       child.once('message', (message) => resolveCpu((message as { cpuUs: number }).cpuUs))

@@ -15,6 +15,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { loadConfig } from '../src/config.ts'
 import { buildApp } from '../src/http/app.ts'
 import { openService, type Service } from '../src/service.ts'
+import { SipServer } from '../src/sip/server.ts'
 
 if (process.send === undefined) {
   console.error('bench/server.ts is started by bench/api.bench.ts (it needs an IPC channel)')
@@ -23,6 +24,7 @@ if (process.send === undefined) {
 
 let app: FastifyInstance
 let service: Service | undefined
+let sip: SipServer | undefined
 if (process.env.BENCH_MODE === 'bare') {
   app = Fastify({ logger: false })
   app.get('/bare', async () => ({ ok: true, service: 'kns', version: 1 }))
@@ -36,14 +38,19 @@ if (process.env.BENCH_MODE === 'bare') {
 await app.listen({ host: '127.0.0.1', port: 0 })
 const address = app.server.address()
 if (address === null || typeof address === 'string') throw new Error('no TCP address')
-process.send({ port: address.port })
+// With SIP_LISTEN (bench/sip.bench.ts): the SIP redirect interface too, as `kns serve` starts it.
+if (service?.config.sip) {
+  sip = new SipServer(service, service.config.sip)
+  await sip.listen()
+}
+process.send({ port: address.port, ...(sip === undefined ? {} : { sipPort: sip.address.udp }) })
 
 let stopping = false
 let loopDelay: ReturnType<typeof monitorEventLoopDelay> | undefined
 async function stop(): Promise<void> {
   if (stopping) return
   stopping = true
-  await app.close()
+  await Promise.all([app.close(), sip?.close()])
   await service?.close()
   process.exit(0)
 }

@@ -24,6 +24,7 @@ const TCP_IDLE_MS = 5 * 60_000
 /** RFC 3261: send 100 Trying when the final answer is not ready within 200 ms. */
 const TRYING_AFTER_MS = 200
 const SIGNING_BINDING_TTL_MS = 1000
+const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024
 
 type Reply = (bytes: Buffer) => void
 
@@ -92,6 +93,13 @@ export class SipServer {
       udp.once('error', reject)
       udp.bind(port, host, () => resolve())
     })
+    // A burst of INVITEs while the event loop is busy (a GC pause) must wait in the socket, not
+    // be dropped by the kernel: 4 MiB (the system's net.core.rmem_max may cap it lower).
+    try {
+      udp.setRecvBufferSize(UDP_RECEIVE_BUFFER)
+    } catch {
+      // kept at the system default
+    }
     const tcp = createServer((socket) => this.#onConnection(socket))
     tcp.maxConnections = MAX_TCP_CONNECTIONS
     try {

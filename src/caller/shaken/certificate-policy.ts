@@ -39,10 +39,17 @@ export function missingShakenPolicy(cert: X509Certificate): string | null {
 
 export type PolicyVerdict = { ok: true; detail: string } | { ok: false; message: string }
 
+/** Per validated path (itself cached with its x5u document): a warm call reads no DER. */
+const problemsOf = new WeakMap<ValidatedChain, string[]>()
+
 /** The leaf and every intermediate of the path (not the trust anchor, which the operator chose). */
 export function checkCertificatePolicy(chain: ValidatedChain, mode: CertPolicyMode): PolicyVerdict {
   if (mode === 'off') return { ok: true, detail: 'not checked (STI_CERT_POLICY=off)' }
-  const problems = chain.path.slice(0, -1).map(missingShakenPolicy).filter((p): p is string => p !== null)
+  let problems = problemsOf.get(chain)
+  if (problems === undefined) {
+    problems = chain.path.slice(0, -1).map(missingShakenPolicy).filter((p): p is string => p !== null)
+    problemsOf.set(chain, problems)
+  }
   if (problems.length === 0) return { ok: true, detail: 'SHAKEN certificate policy present' }
   if (mode === 'warn') return { ok: true, detail: `warning (STI_CERT_POLICY=warn): ${problems.join('; ')}` }
   return { ok: false, message: problems.join('; ') }
