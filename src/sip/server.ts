@@ -21,8 +21,6 @@ const ALLOW = 'INVITE, ACK, CANCEL, OPTIONS'
 const MAX_IN_FLIGHT = 512
 const MAX_TCP_CONNECTIONS = 1024
 const TCP_IDLE_MS = 5 * 60_000
-/** RFC 3261: send 100 Trying when the final answer is not ready within 200 ms. */
-const TRYING_AFTER_MS = 200
 const SIGNING_BINDING_TTL_MS = 1000
 const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024
 
@@ -250,9 +248,9 @@ export class SipServer {
     if (this.#inFlight >= MAX_IN_FLIGHT) {
       return send({ status: 503, reason: 'Service Unavailable', headers: [['Retry-After', '1']] })
     }
-    const tracked = key === null ? undefined : this.#transactions.begin(key, request, reply, transport === 'udp')
+    const trying = () => reply(renderResponse(request, { status: 100, reason: 'Trying', headers: [] }, source, ''))
+    const tracked = key === null ? undefined : this.#transactions.begin(key, request, reply, transport === 'udp', trying)
     this.#inFlight++
-    const trying = setTimeout(() => reply(renderResponse(request, { status: 100, reason: 'Trying', headers: [] }, source, '')), TRYING_AFTER_MS)
     let response: SipResponse
     try {
       response = await redirect(this.#service, this.#policy, request, source.address)
@@ -264,7 +262,6 @@ export class SipServer {
         process.emitWarning(`SIP INVITE failed: ${err instanceof Error ? err.message : String(err)}`)
       }
     } finally {
-      clearTimeout(trying)
       this.#inFlight--
     }
     if (tracked !== undefined) {

@@ -5,11 +5,19 @@ import type { SipRequest } from './message.ts'
  * a retransmitted INVITE gets the final response again (nothing while it is worked on), a
  * CANCEL finds the INVITE it cancels, and over UDP the final response is sent again at T1,
  * 2T1, ... (at most T2 apart) until the ACK comes or 64 T1 pass (Timer G, Timer H).
- * Bounded: at most MAX_ENTRIES transactions are remembered (the oldest forgotten first).
+ *
+ * One clock for all of them (a tick every TICK_MS, only while a transaction waits) instead of
+ * timers per INVITE: at thousands of INVITEs a second, three timers each (100 Trying, G, H)
+ * were garbage the collector paid for in the latency tail. Timer G and the 100 Trying fire
+ * within TICK_MS of their time, which RFC 3261's T1 (an estimate of the round trip) allows. Bounded: at most
+ * MAX_ENTRIES transactions are remembered (the oldest forgotten first).
  */
 const T1_MS = 500
 const T2_MS = 4000
 const TIMER_H_MS = 64 * T1_MS
+const TICK_MS = 50
+/** RFC 3261 17.2.1: a 100 Trying when the final answer is not ready within 200 ms. */
+const TRYING_AFTER_MS = 200
 const MAX_ENTRIES = 50_000
 
 export interface Tracked {
@@ -18,15 +26,47 @@ export interface Tracked {
   finish(bytes: Buffer): boolean
 }
 
-interface Entry extends Tracked {
-  reply: (bytes: Buffer) => void
+class Entry implements Tracked {
+  readonly request: SipRequest
+  readonly reply: (bytes: Buffer) => void
+  readonly retransmit: boolean
   final: Buffer | undefined
-  timer: NodeJS.Timeout | undefined
-  expires: NodeJS.Timeout | undefined
+  /** When to send the final response again (retransmit), and when to forget the transaction. */
+  nextAt = Infinity
+  interval = T1_MS
+  forgetAt: number
+  readonly tryingAt: number
+  /** Sends 100 Trying; cleared once sent or answered. */
+  trying: (() => void) | undefined
+  readonly #owner: InviteTransactions
+
+  constructor(owner: InviteTransactions, request: SipRequest, reply: (bytes: Buffer) => void, retransmit: boolean, now: number, trying: () => void) {
+    this.#owner = owner
+    this.request = request
+    this.reply = reply
+    this.retransmit = retransmit
+    this.tryingAt = now + TRYING_AFTER_MS
+    this.trying = trying
+    // Until its final response: as long as Timer H would allow after one.
+    this.forgetAt = now + TIMER_H_MS
+  }
+
+  finish(bytes: Buffer): boolean {
+    if (this.final !== undefined) return false
+    this.final = bytes
+    this.trying = undefined
+    this.reply(bytes)
+    const now = Date.now()
+    this.forgetAt = now + (this.retransmit ? TIMER_H_MS : T1_MS * 64)
+    if (this.retransmit) this.nextAt = now + T1_MS
+    this.#owner.wake()
+    return true
+  }
 }
 
 export class InviteTransactions {
   readonly #entries = new Map<string, Entry>()
+  #tick: NodeJS.Timeout | undefined
 
   get size(): number {
     return this.#entries.size
@@ -40,43 +80,25 @@ export class InviteTransactions {
     return true
   }
 
-  /** A new INVITE: remembered until its ACK or Timer H; `retransmit` (UDP) sends its final response again until then. */
-  begin(key: string, request: SipRequest, reply: (bytes: Buffer) => void, retransmit: boolean): Tracked {
-    if (this.#entries.size >= MAX_ENTRIES) this.#forget(this.#entries.keys().next().value!)
-    const entries = this.#entries
-    const entry: Entry = {
-      request, reply, final: undefined, timer: undefined, expires: undefined,
-      finish(bytes) {
-        if (entry.final !== undefined) return false
-        entry.final = bytes
-        reply(bytes)
-        if (retransmit) {
-          let interval = T1_MS
-          const again = () => {
-            reply(bytes)
-            interval = Math.min(interval * 2, T2_MS)
-            entry.timer = setTimeout(again, interval).unref()
-          }
-          entry.timer = setTimeout(again, interval).unref()
-        }
-        entry.expires = setTimeout(() => {
-          clearTimeout(entry.timer)
-          if (entries.get(key) === entry) entries.delete(key)
-        }, retransmit ? TIMER_H_MS : T1_MS * 64).unref()
-        return true
-      },
-    }
+  /**
+   * A new INVITE: remembered until its ACK or Timer H; `retransmit` (UDP) sends its final
+   * response again until then; `trying` is called if no final response is ready in 200 ms.
+   */
+  begin(key: string, request: SipRequest, reply: (bytes: Buffer) => void, retransmit: boolean, trying: () => void): Tracked {
+    if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!)
+    const entry = new Entry(this, request, reply, retransmit, Date.now(), trying)
     this.#entries.set(key, entry)
+    this.wake()
     return entry
-  }
-
-  /** The ACK of a final response: no more retransmissions, the transaction is done. */
-  acknowledged(key: string): void {
-    this.#forget(key)
   }
 
   has(key: string): boolean {
     return this.#entries.has(key)
+  }
+
+  /** The ACK of a final response: no more retransmissions, the transaction is done. */
+  acknowledged(key: string): void {
+    this.#entries.delete(key)
   }
 
   /** A CANCEL: the INVITE still without a final response, if any (the caller answers it 487). */
@@ -85,15 +107,37 @@ export class InviteTransactions {
     return entry !== undefined && entry.final === undefined ? entry : undefined
   }
 
-  #forget(key: string): void {
-    const entry = this.#entries.get(key)
-    if (entry === undefined) return
-    clearTimeout(entry.timer)
-    clearTimeout(entry.expires)
-    this.#entries.delete(key)
+  /** The clock runs while anything waits. */
+  wake(): void {
+    this.#tick ??= setInterval(() => this.#onTick(), TICK_MS).unref()
+  }
+
+  #onTick(): void {
+    const now = Date.now()
+    for (const [key, entry] of this.#entries) {
+      if (now >= entry.forgetAt) {
+        this.#entries.delete(key)
+        continue
+      }
+      if (entry.trying !== undefined && now >= entry.tryingAt) {
+        entry.trying()
+        entry.trying = undefined
+      }
+      if (entry.final !== undefined && now >= entry.nextAt) {
+        entry.reply(entry.final)
+        entry.interval = Math.min(entry.interval * 2, T2_MS)
+        entry.nextAt = now + entry.interval
+      }
+    }
+    if (this.#entries.size === 0) {
+      clearInterval(this.#tick)
+      this.#tick = undefined
+    }
   }
 
   clear(): void {
-    for (const key of [...this.#entries.keys()]) this.#forget(key)
+    this.#entries.clear()
+    clearInterval(this.#tick)
+    this.#tick = undefined
   }
 }

@@ -16,6 +16,7 @@ const SMALL: Record<string, Record<string, string>> = {
   'bench/soak.bench.ts': { BENCH_ENGINES: 'sqlite', BENCH_SOAK_MINUTES: '1', BENCH_SOAK_PEAK_S: '2', BENCH_SOAK_WARMUP_S: '1', BENCH_SOAK_LOAD: '0.2', BENCH_CONNECTIONS: '8' },
   'bench/phone-login.bench.ts': { BENCH_LOGINS: '3' },
   'bench/workers.bench.ts': { BENCH_SECONDS: '1', BENCH_CALLER_NUMBERS: '100', BENCH_CONNECTIONS: '4' },
+  'bench/sip.bench.ts': { BENCH_SIP_SECONDS: '1', BENCH_SIP_ROUNDS: '1', BENCH_HALF_RATE_S: '1', BENCH_CALLER_NUMBERS: '100', BENCH_CONNECTIONS: '4' },
   'bench/overload.bench.ts': { BENCH_OVERLOAD_SECONDS: '1', BENCH_OVERLOAD_CONNECTIONS: '50', BENCH_CALLER_NUMBERS: '200', BENCH_OVERLOAD_FACTORS: '2', BENCH_CAPACITY_CONNECTIONS: '8' },
 }
 
