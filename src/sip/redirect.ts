@@ -106,6 +106,19 @@ function origidOf(source: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
 }
 
+/**
+ * The number a call was diverted from: the first Diversion entry (RFC 5806, newest first), or
+ * else the History-Info entry before the last (RFC 7044: the last is the current target, the
+ * one before it the number retargeted from). undefined: not diverted; null: not a number.
+ */
+function divertedFromOf(request: SipRequest): string | null | undefined {
+  const diversion = headerValues(request, 'diversion')[0]
+  if (diversion !== undefined) return telephoneNumber(parseNameAddr(diversion).uri)
+  const history = headerValues(request, 'history-info')
+  if (history.length >= 2) return telephoneNumber(parseNameAddr(history.at(-2)!).uri)
+  return undefined
+}
+
 async function signing(service: Service, policy: RedirectPolicy, request: SipRequest, from: NameAddr, to: NameAddr, source: string): Promise<SipResponse> {
   const caller = callerOf(request, from)
   const called = calledOf(request, to)
@@ -118,10 +131,9 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
   const iat = Math.floor(Date.now() / 1000)
   try {
     // RFC 8946: a diverted call that arrives signed gets a div PASSporT for the diverting number.
-    const diversion = headerValues(request, 'diversion')[0]
-    if (diversion !== undefined && request.headers.has('identity')) {
-      const divertedFrom = telephoneNumber(parseNameAddr(diversion).uri)
-      if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion header does not name a telephone number')
+    const divertedFrom = request.headers.has('identity') ? divertedFromOf(request) : undefined
+    if (divertedFrom !== undefined) {
+      if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion or History-Info header does not name the diverting telephone number')
       const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
       const { identity } = await signDivPassport(credential, { orig: caller.tn, div: divertedFrom, dest: [called], iat })
       return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }

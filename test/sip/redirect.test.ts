@@ -137,6 +137,20 @@ describe('SIP redirect: signing', { skip }, () => {
     assert.deepEqual(payload.div, { tn: DEST.slice(1) })
   })
 
+  test('a diverted call told by History-Info (RFC 7044) instead of Diversion: the same div PASSporT', async () => {
+    const result = await runSipp(port, { to: NEXT, uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [`Identity: ${shakenIdentity()}`, `History-Info: <sip:${DEST}@127.0.0.1;user=phone>;index=1, <sip:${NEXT}@127.0.0.1;user=phone;cause=302>;index=1.1`], expect: 302 })
+    assert.equal(result.code, 0, result.stderr)
+    const div = result.response!.headers.get('identity')![0]!
+    assert.deepEqual(JSON.parse(Buffer.from(div.split('.')[1]!, 'base64url').toString()).div, { tn: DEST.slice(1) })
+  })
+
+  test('without Attestation-Info the claim is C, the least', async () => {
+    const result = await runSipp(port, { to: DEST, uriParams: ';user=phone', from: '+12025550142', expect: 302 })
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(JSON.parse(Buffer.from(result.response!.headers.get('identity')![0]!.split('.')[1]!, 'base64url').toString()).attest, 'C')
+  })
+
   test('refused with a reason: a number the signing key may not sign for (403), an attestation that is no level (400)', async () => {
     const outside = await runSipp(port, { to: DEST, uriParams: ';user=phone', from: '+19995550000', expect: 403 })
     assert.equal(outside.code, 0, outside.stderr)
