@@ -83,6 +83,6 @@ export interface VerifiedRcd {
   /** The jCard, from `jcd` or fetched from `jcl`. */
   jcard?: unknown
   jcl?: string
-  /** Whether an rcdi digest protected the claims (RFC 9795 integrity). */
+  /** RFC 9795 integrity: rcdi digests matched, and every item fetched by reference (jcl, icn) had one. */
   integrity: boolean
 }

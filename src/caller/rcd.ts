@@ -125,17 +125,23 @@ async function verifyRcd(ctx: PassportContext, payload: Record<string, unknown>)
       const target = pointer.startsWith('/jcl/') ? resolvePointer(jcard, pointer.slice('/jcl'.length)) : resolvePointer(rcd, pointer)
       if (target === undefined) throw new CheckFailed('RCD_INTEGRITY', `rcdi ${pointer} points at nothing in rcd`)
       let matches: boolean
+      // Content by reference: the icon, or a URL inside the jCard (jcd or the one at jcl).
+      const referenced = pointer === '/icn' || pointer.startsWith('/jcd/') || pointer.startsWith('/jcl/')
       if (pointer === '/jcl') matches = hashOf(hash, jcardBytes!).equals(digest)
-      else if (typeof target === 'string' && target.startsWith('https://')) matches = hashOf(hash, await fetchBytes(ctx, target, `the content at ${pointer}`)).equals(digest)
-      else {
+      else if (referenced && typeof target === 'string' && target.startsWith('https://')) {
+        matches = hashOf(hash, await fetchBytes(ctx, target, `the content at ${pointer}`)).equals(digest)
+      } else {
         matches = hashOf(hash, JSON.stringify(target)).equals(digest) || (typeof target === 'string' && hashOf(hash, target).equals(digest))
       }
       if (!matches) throw new CheckFailed('RCD_INTEGRITY', `the content at ${pointer} does not match its rcdi digest`)
       checked++
     }
   }
+  // Integrity means what is fetched by reference is what was signed: every such item has a digest.
+  const covered = (pointer: string) => rcdi !== undefined && Object.hasOwn(rcdi as object, pointer)
+  const integrity = checked > 0 && (jcl === undefined || covered('/jcl')) && (icn === undefined || covered('/icn'))
   const verified: VerifiedRcd = {
-    nam, integrity: checked > 0,
+    nam, integrity,
     ...(typeof crn === 'string' ? { crn } : {}),
     ...(apn === undefined ? {} : { apn }),
     ...(icn === undefined ? {} : { icn }),
@@ -143,5 +149,6 @@ async function verifyRcd(ctx: PassportContext, payload: Record<string, unknown>)
     ...(jcl === undefined ? {} : { jcl }),
   }
   ctx.rcd = verified
-  return `nam ${JSON.stringify(nam)}${jcard === undefined ? '' : ', a jCard'}${checked > 0 ? `; ${checked} rcdi digest(s) match` : '; no rcdi'}`
+  return `nam ${JSON.stringify(nam)}${jcard === undefined ? '' : ', a jCard'}${checked > 0 ? `; ${checked} rcdi digest(s) match` : '; no rcdi'}` +
+    (checked > 0 && !integrity ? ' (content by reference without a digest: integrity false)' : '')
 }

@@ -41,6 +41,9 @@ export function sipSettings(env: Env): SipSettings | null {
   }
   const bad = trustedSources.find((s) => !cidrOk(s))
   if (bad !== undefined) throw new ConfigError(`SIP_TRUSTED_SOURCES: ${JSON.stringify(bad)} is not an IP address or range (CIDR)`)
+  // A /0 trusts every address (an IPv6 /0 the IPv4 ones too): not a list of SBCs.
+  const everyone = trustedSources.find((s) => /\/0+$/.test(s))
+  if (everyone !== undefined) throw new ConfigError(`SIP_TRUSTED_SOURCES: ${everyone} would trust every address; name the SBCs' addresses or ranges`)
   const signingKeyId = (env.SIP_SIGNING_KEY ?? '').trim() || null
   if (signingKeyId !== null && !/^[0-9a-f]{16}$/.test(signingKeyId)) throw new ConfigError('SIP_SIGNING_KEY is the id of an API key with the signing scope (kns api-key list: 16 hex digits), not the key itself')
   const block = (env.SIP_BLOCK ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== 'off')

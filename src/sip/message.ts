@@ -48,7 +48,9 @@ export function parseRequest(bytes: Buffer): SipRequest | null {
   const end = headerEnd(bytes)
   if (end === -1) throw new SipParseError('no empty line ends the header')
   const head = bytes.subarray(0, end).toString('utf8')
-  if (/[\u0000\u007f]/.test(head)) throw new SipParseError('a control character in the header')
+  // Lines end with CRLF only: a bare CR or LF, or any other control character but HTAB, would
+  // let a header field copied into a response (To, From, Via, ...) carry a line of its own.
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|\r(?!\n)|(?<!\r)\n/.test(head)) throw new SipParseError('a control character, or a CR or LF that is not a line end, in the header')
   // Unfold continuation lines (RFC 3261 7.3.1), then one header field per line.
   const lines = head.replace(/\r\n[ \t]+/g, ' ').split('\r\n')
   const first = lines.shift()!
@@ -224,12 +226,24 @@ function stampVia(via: string, source: { address: string; port: number }): strin
   return stamped + rest
 }
 
-/** RFC 3261 8.1.1.7: the branch and sent-by of the top Via, which name a transaction. */
+/**
+ * RFC 3261 17.2.3: the top Via's branch (with the magic cookie z9hG4bK: a client that does not
+ * set one gets no transaction matching, each INVITE answered on its own) and sent-by, with the
+ * Call-ID and CSeq number, which an INVITE, its ACK and its CANCEL share. A request reusing a
+ * branch for another call is another transaction.
+ */
 export function transactionKey(request: SipRequest): string | null {
   const top = splitValues(request.headers.get('via')?.[0] ?? '')[0]
   if (top === undefined) return null
   const sentBy = /^SIP\s*\/\s*2\.0\s*\/\s*\S+\s+([^;\s]+)/i.exec(top)?.[1]
   const branch = /;\s*branch=([^;\s]+)/i.exec(top)?.[1]
-  if (sentBy === undefined || branch === undefined) return null
-  return `${branch}|${sentBy.toLowerCase()}`
+  const cseq = /^(\d{1,10})\s/.exec(request.headers.get('cseq')?.[0] ?? '')?.[1]
+  const callId = request.headers.get('call-id')?.[0]
+  if (sentBy === undefined || branch === undefined || !branch.startsWith('z9hG4bK') || cseq === undefined || callId === undefined) return null
+  return `${branch}|${sentBy.toLowerCase()}|${callId}|${cseq}`
+}
+
+/** A URI that can be written back into a header field as it is: no <, >, quotes, commas or white space. */
+export function plainUri(uri: string): boolean {
+  return /^[a-zA-Z][a-zA-Z0-9+.-]*:[^<>"',\s]+$/.test(uri)
 }

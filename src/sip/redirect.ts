@@ -6,7 +6,9 @@ import type { Verstat } from '../caller/sip-outcome.ts'
 import { KnsError } from '../errors.ts'
 import type { SigningBinding } from '../keys/api-keys.ts'
 import type { Service } from '../service.ts'
-import { headerValues, param, parseNameAddr, telephoneNumber, uriHost, type NameAddr, type SipRequest, type SipResponse } from './message.ts'
+import {
+  headerValues, param, parseNameAddr, plainUri, SipParseError, telephoneNumber, uriHost, type NameAddr, type SipRequest, type SipResponse,
+} from './message.ts'
 
 /**
  * The SIP redirect interface SBCs use to reach an STI-AS and an STI-VS (ATIS-1000074 deployments,
@@ -32,8 +34,8 @@ export interface RedirectPolicy {
 
 const MOVED: Pick<SipResponse, 'status' | 'reason'> = { status: 302, reason: 'Moved Temporarily' }
 
-/** Header values from what the service says: no CR, LF or unbalanced quotes reach the wire. */
-const safeText = (text: string) => text.replace(/[\r\n"\\]/g, ' ').slice(0, 200)
+/** Header values from what the service or a PASSporT says: no control or format character (CR, LF, bidi overrides), no quote. */
+const safeText = (text: string) => text.replace(/[\p{Cc}\p{Cf}"\\]/gu, ' ').slice(0, 200)
 
 function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
   const explicit = param(request.uri.replace(/\?.*$/, ''), 'sti') ?? ''
@@ -59,8 +61,12 @@ function calledOf(request: SipRequest, to: NameAddr): string | null {
   return telephoneNumber(request.uri) ?? telephoneNumber(to.uri)
 }
 
-/** The Request-URI without its headers part: where the SBC routes the call on. */
-const onward = (request: SipRequest) => request.uri.replace(/\?.*$/, '')
+/** The Request-URI without its headers part: where the SBC routes the call on (refused when it could not be written back as it is). */
+function onward(request: SipRequest): string {
+  const uri = request.uri.replace(/\?.*$/, '')
+  if (!plainUri(uri)) throw new SipParseError('the Request-URI has <, >, quotes, commas or white space')
+  return uri
+}
 
 export async function redirect(service: Service, policy: RedirectPolicy, request: SipRequest, source: string): Promise<SipResponse> {
   const from = parseNameAddr(headerValues(request, 'from')[0] ?? '')
@@ -80,9 +86,13 @@ async function verification(service: Service, policy: RedirectPolicy, request: S
   }
   const blocked = (verstat === 'TN-Validation-Failed' && policy.block.has('failed')) || (verstat === 'No-TN-Validation' && policy.block.has('unverified'))
   if (blocked) return networkBlocked(policy)
-  const name = verdict?.rcd?.nam
+  // A caller name only beside full attestation: with B or C the signer does not vouch that the
+  // caller may use the number, so a brand shown with it would lend the number a name it may not have.
+  const name = verdict?.attestation === 'A' ? verdict.rcd?.nam : undefined
   const host = uriHost(caller.addr.uri) ?? uriHost(from.uri) ?? 'invalid'
-  const assertedUri = caller.tn === null ? caller.addr.uri : `sip:+${caller.tn}@${host};user=phone`
+  if (caller.tn === null && !plainUri(caller.addr.uri)) throw new SipParseError('the caller\'s URI has <, >, quotes, commas or white space')
+  // Not a number: its URI as it came, without a verstat of its own.
+  const assertedUri = caller.tn === null ? caller.addr.uri.replace(/;verstat=[^;]*/gi, '') : `sip:+${caller.tn}@${host};user=phone`
   const pai = `${name === undefined || name === '' ? '' : `"${safeText(name)}" `}<${assertedUri};verstat=${verstat}>`
   const headers: Array<[string, string]> = [
     // RFC 3261 19.1.1: a header in the Contact URI, escaped, which the SBC applies to the call.
@@ -108,15 +118,24 @@ function origidOf(source: string): string {
 
 /**
  * The number a call was diverted from: the first Diversion entry (RFC 5806, newest first), or
- * else the History-Info entry before the last (RFC 7044: the last is the current target, the
- * one before it the number retargeted from). undefined: not diverted; null: not a number.
+ * else, from History-Info (RFC 7044), the parent (by index) of the last entry, the current
+ * target, when that entry says it was retargeted (a cause, or an mp or rc tag). undefined: not
+ * diverted; null: diverted from something that is no telephone number.
  */
 function divertedFromOf(request: SipRequest): string | null | undefined {
   const diversion = headerValues(request, 'diversion')[0]
   if (diversion !== undefined) return telephoneNumber(parseNameAddr(diversion).uri)
-  const history = headerValues(request, 'history-info')
-  if (history.length >= 2) return telephoneNumber(parseNameAddr(history.at(-2)!).uri)
-  return undefined
+  const entries = headerValues(request, 'history-info').map(parseNameAddr)
+  const target = entries.at(-1)
+  const index = target === undefined ? undefined : param(target.params, 'index')
+  if (target === undefined || index === undefined || !index.includes('.')) return undefined
+  // A retargeting, not a mere hop: a cause in the target's URI (RFC 4458) or an mp/rc tag (RFC 7044).
+  const retargeted = /;cause=\d+/i.test(target.uri) || param(target.params, 'mp') !== undefined || param(target.params, 'rc') !== undefined
+  if (!retargeted) return undefined
+  // Its parent: the entry whose index is the target's without its last part.
+  const parentIndex = index.slice(0, index.lastIndexOf('.'))
+  const parent = entries.find((e) => param(e.params, 'index') === parentIndex)
+  return parent === undefined ? null : telephoneNumber(parent.uri)
 }
 
 async function signing(service: Service, policy: RedirectPolicy, request: SipRequest, from: NameAddr, to: NameAddr, source: string): Promise<SipResponse> {

@@ -23,6 +23,8 @@ const MAX_TCP_CONNECTIONS = 1024
 const TCP_IDLE_MS = 5 * 60_000
 const SIGNING_BINDING_TTL_MS = 1000
 const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024
+/** Responses a TCP peer has not read yet, at most. */
+const MAX_TCP_UNREAD = 1024 * 1024
 
 type Reply = (bytes: Buffer) => void
 
@@ -109,6 +111,8 @@ export class SipServer {
       await new Promise<void>((resolve) => udp.close(() => resolve()))
       throw err
     }
+    // Accept errors (EMFILE, ...) must not become uncaught exceptions.
+    tcp.on('error', (err) => this.#failed(err))
     this.#udp = udp
     this.#tcp = tcp
   }
@@ -134,9 +138,17 @@ export class SipServer {
 
   #onDatagram(message: Buffer, remote: RemoteInfo): void {
     if (!this.#isTrusted(remote.address)) return this.#drop('untrusted_source')
+    // No answer can go to port 0 (a forged source): dgram would throw, so nothing is done.
+    if (remote.port === 0) return this.#drop('bad_source_port')
     // Keep-alive (RFC 5626 4.4.1): a bare CRLF datagram needs no answer over UDP.
     if (message.length <= 4 && message.toString('latin1').trim() === '') return
-    const reply: Reply = (bytes) => this.#udp?.send(bytes, remote.port, remote.address)
+    const reply: Reply = (bytes) => {
+      try {
+        this.#udp?.send(bytes, remote.port, remote.address)
+      } catch {
+        this.#drop('send_failed')
+      }
+    }
     this.#handle(message, { address: remote.address, port: remote.port }, reply, 'udp').catch((err: unknown) => this.#failed(err))
   }
 
@@ -152,7 +164,16 @@ export class SipServer {
     socket.on('close', () => this.#connections.delete(socket))
     socket.on('error', () => socket.destroy())
     const source = { address, port: socket.remotePort ?? 0 }
-    const reply: Reply = (bytes) => { if (!socket.destroyed) socket.write(bytes) }
+    // A peer that sends without reading gets its connection closed, not our memory filled.
+    const reply: Reply = (bytes) => {
+      if (socket.destroyed) return
+      if (socket.writableLength > MAX_TCP_UNREAD) {
+        this.#drop('peer_not_reading')
+        socket.destroy()
+        return
+      }
+      socket.write(bytes)
+    }
     let buffer: Buffer = Buffer.alloc(0)
     socket.on('data', (chunk: Buffer) => {
       buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
@@ -229,27 +250,27 @@ export class SipServer {
         if (key === null || !this.#transactions.has(key)) return send({ status: 481, reason: 'Call/Transaction Does Not Exist', headers: [] })
         send({ status: 200, reason: 'OK', headers: [] })
         const pending = key === null ? undefined : this.#transactions.cancel(key)
-        if (pending?.finish(renderResponse(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, source, toTag))) {
+        if (pending?.finish(renderResponse(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, pending.source, toTag))) {
           this.#count('INVITE', 487, transport)
         }
         return
       }
       case 'INVITE':
-        return this.#invite(request, key, source, reply, transport, send, toTag)
+        return this.#invite(request, key, source, reply, transport, send, toTag, message.length)
       default:
         return send({ status: 405, reason: 'Method Not Allowed', headers: [['Allow', ALLOW]] })
     }
   }
 
   async #invite(request: SipRequest, key: string | null, source: { address: string; port: number }, reply: Reply, transport: 'udp' | 'tcp',
-    send: (response: SipResponse) => void, toTag: string): Promise<void> {
+    send: (response: SipResponse) => void, toTag: string, size: number): Promise<void> {
     // A retransmitted INVITE (UDP): the answer again, or nothing while it is being worked on.
     if (key !== null && this.#transactions.retransmitted(key)) return
     if (this.#inFlight >= MAX_IN_FLIGHT) {
       return send({ status: 503, reason: 'Service Unavailable', headers: [['Retry-After', '1']] })
     }
     const trying = () => reply(renderResponse(request, { status: 100, reason: 'Trying', headers: [] }, source, ''))
-    const tracked = key === null ? undefined : this.#transactions.begin(key, request, reply, transport === 'udp', trying)
+    const tracked = key === null ? undefined : this.#transactions.begin(key, request, source, size, reply, transport === 'udp', trying)
     this.#inFlight++
     let response: SipResponse
     try {

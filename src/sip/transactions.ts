@@ -19,15 +19,21 @@ const TICK_MS = 50
 /** RFC 3261 17.2.1: a 100 Trying when the final answer is not ready within 200 ms. */
 const TRYING_AFTER_MS = 200
 const MAX_ENTRIES = 50_000
+/** What the remembered INVITEs may hold at most (their header fields), whatever their count. */
+const MAX_BYTES = 32 * 1024 * 1024
 
 export interface Tracked {
   readonly request: SipRequest
+  /** Where the INVITE came from (its response's Via is stamped for it). */
+  readonly source: { address: string; port: number }
   /** Sends the final response once; false when one went out already (a CANCEL's 487). */
   finish(bytes: Buffer): boolean
 }
 
 class Entry implements Tracked {
   readonly request: SipRequest
+  readonly source: { address: string; port: number }
+  readonly size: number
   readonly reply: (bytes: Buffer) => void
   readonly retransmit: boolean
   final: Buffer | undefined
@@ -40,9 +46,12 @@ class Entry implements Tracked {
   trying: (() => void) | undefined
   readonly #owner: InviteTransactions
 
-  constructor(owner: InviteTransactions, request: SipRequest, reply: (bytes: Buffer) => void, retransmit: boolean, now: number, trying: () => void) {
+  constructor(owner: InviteTransactions, request: SipRequest, source: { address: string; port: number }, size: number,
+    reply: (bytes: Buffer) => void, retransmit: boolean, now: number, trying: () => void) {
     this.#owner = owner
-    this.request = request
+    this.request = { ...request, body: EMPTY }
+    this.source = source
+    this.size = size
     this.reply = reply
     this.retransmit = retransmit
     this.tryingAt = now + TRYING_AFTER_MS
@@ -64,8 +73,11 @@ class Entry implements Tracked {
   }
 }
 
+const EMPTY = Buffer.alloc(0)
+
 export class InviteTransactions {
   readonly #entries = new Map<string, Entry>()
+  #bytes = 0
   #tick: NodeJS.Timeout | undefined
 
   get size(): number {
@@ -84,10 +96,13 @@ export class InviteTransactions {
    * A new INVITE: remembered until its ACK or Timer H; `retransmit` (UDP) sends its final
    * response again until then; `trying` is called if no final response is ready in 200 ms.
    */
-  begin(key: string, request: SipRequest, reply: (bytes: Buffer) => void, retransmit: boolean, trying: () => void): Tracked {
-    if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!)
-    const entry = new Entry(this, request, reply, retransmit, Date.now(), trying)
+  begin(key: string, request: SipRequest, source: { address: string; port: number }, size: number,
+    reply: (bytes: Buffer) => void, retransmit: boolean, trying: () => void): Tracked {
+    while (this.#entries.size > 0 && (this.#entries.size >= MAX_ENTRIES || this.#bytes + size > MAX_BYTES)) this.#forget(this.#entries.keys().next().value!)
+    const entry = new Entry(this, request, source, size, reply, retransmit, Date.now(), trying)
+    this.#forget(key)
     this.#entries.set(key, entry)
+    this.#bytes += size
     this.wake()
     return entry
   }
@@ -98,7 +113,14 @@ export class InviteTransactions {
 
   /** The ACK of a final response: no more retransmissions, the transaction is done. */
   acknowledged(key: string): void {
+    this.#forget(key)
+  }
+
+  #forget(key: string): void {
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return
     this.#entries.delete(key)
+    this.#bytes -= entry.size
   }
 
   /** A CANCEL: the INVITE still without a final response, if any (the caller answers it 487). */
@@ -116,17 +138,23 @@ export class InviteTransactions {
     const now = Date.now()
     for (const [key, entry] of this.#entries) {
       if (now >= entry.forgetAt) {
-        this.#entries.delete(key)
+        this.#forget(key)
         continue
       }
-      if (entry.trying !== undefined && now >= entry.tryingAt) {
-        entry.trying()
-        entry.trying = undefined
-      }
-      if (entry.final !== undefined && now >= entry.nextAt) {
-        entry.reply(entry.final)
-        entry.interval = Math.min(entry.interval * 2, T2_MS)
-        entry.nextAt = now + entry.interval
+      try {
+        if (entry.trying !== undefined && now >= entry.tryingAt) {
+          const trying = entry.trying
+          entry.trying = undefined
+          trying()
+        }
+        if (entry.final !== undefined && now >= entry.nextAt) {
+          entry.interval = Math.min(entry.interval * 2, T2_MS)
+          entry.nextAt = now + entry.interval
+          entry.reply(entry.final)
+        }
+      } catch {
+        // One peer's failed send must not stop the clock of the others (nor the process).
+        this.#forget(key)
       }
     }
     if (this.#entries.size === 0) {
@@ -137,6 +165,7 @@ export class InviteTransactions {
 
   clear(): void {
     this.#entries.clear()
+    this.#bytes = 0
     clearInterval(this.#tick)
     this.#tick = undefined
   }

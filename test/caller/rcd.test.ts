@@ -70,6 +70,12 @@ describe('verified rich call data', () => {
     assert.deepEqual(answer.rcd, { nam: 'Acme Bank', jcard: JSON.parse(JCARD), jcl: jcl(), integrity: true })
   })
 
+  test('integrity only when what is fetched by reference has a digest: a jcl without one is not integrity, even beside another digest', async () => {
+    const answer = await verify({ rcd: { nam: 'Acme Bank', jcl: jcl() }, rcdi: { '/nam': sri('sha256', 'Acme Bank') } })
+    assert.equal(answer.rcd?.integrity, false, answer.rcdFailure)
+    assert.match(answer.debug.steps.at(-1)!.detail!, /integrity false/)
+  })
+
   test('an icon rcdi covers is fetched and checked', async () => {
     const icon = `${x5u.base}/icon.png`
     const good = await verify({ rcd: { nam: 'Acme Bank', icn: icon }, rcdi: { '/icn': sri('sha256', x5u.documents.get('/icon.png') as Buffer) } })

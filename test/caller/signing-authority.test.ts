@@ -158,5 +158,19 @@ describe('div PASSporTs and caller names', () => {
     assert.deepEqual(answer.rcd, { nam: 'Acme Bank', integrity: false })
     const plain = identityOf(await sign(await bound(['carrier']), request('12025550142')))
     assert.equal(payloadOf(plain).rcd, undefined)
+    // With B or C the signer does not vouch the caller may use the number: no name beside it.
+    const partial = identityOf(await sign(key, request(IN_RANGE, { attest: 'B' })))
+    assert.equal(payloadOf(partial).rcd, undefined)
+  })
+
+  test('an expired credential signs nothing, named or chosen', async () => {
+    await addCredential(h.service.db, new SealedBox(h.service.secret, 'shaken-credentials'),
+      { name: 'old', keyPem: x5u.pki.leaves.expired.key, chainPem: x5u.pki.leaves.expired.bundle, x5u: x5u.certUrl('expired') }, { allowPrivate: true, allowHttp: false })
+    h.service.shakenCredentials.invalidate()
+    const key = await bound(['old'])
+    const named = await sign(key, request('12025550142', { credential: 'old' }))
+    assertError(named, 403, 'FORBIDDEN', 'signingRequest.credential')
+    assert.match(named.json().message, /has expired/)
+    assertError(await sign(key, request('12025550142')), 403, 'FORBIDDEN', 'signingRequest.orig.tn')
   })
 })

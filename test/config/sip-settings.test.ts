@@ -26,6 +26,8 @@ const refused: Array<[Record<string, string>, RegExp]> = [
   [{ SIP_TRUSTED_SOURCES: '' }, /SIP_TRUSTED_SOURCES is empty/],
   [{ SIP_TRUSTED_SOURCES: '10.0.0.0/33' }, /not an IP address or range/],
   [{ SIP_TRUSTED_SOURCES: 'sbc.example.com' }, /not an IP address or range/],
+  [{ SIP_TRUSTED_SOURCES: '0.0.0.0/0' }, /would trust every address/],
+  [{ SIP_TRUSTED_SOURCES: '192.0.2.1,::/0' }, /would trust every address/],
   [{ SIP_SIGNING_KEY: 'kns_0123456789abcdef_secret' }, /the id of an API key/],
   [{ SIP_BLOCK: 'everything', SIP_REDRESS: 'https://example.com' }, /SIP_BLOCK lists failed and\/or unverified/],
   [{ SIP_BLOCK: 'failed' }, /set SIP_REDRESS/],

@@ -102,6 +102,32 @@ describe('UDP', () => {
     assert.equal(status((await answers(1))[0]), 481)
   })
 
+  test('a bare LF or another control character in the header: dropped, so nothing of it is copied into a response', async () => {
+    await send(request('OPTIONS').replace('To: <sip:+14155550199@127.0.0.1>', 'To: <sip:+14155550199@127.0.0.1>\nX-Injected: yes'))
+    await send(request('OPTIONS').replace('Call-ID: ', 'Call-ID: a\rb'))
+    await send(request('OPTIONS').replace('Max-Forwards: 70', 'Max-Forwards: 7\u000b0'))
+    await sleep(300)
+    assert.deepEqual(received.splice(0), [])
+  })
+
+  test('a branch reused for another call (or without the magic cookie) is another transaction, answered on its own', async () => {
+    await send(request('INVITE', { branch: 'z9hG4bK-reused' }))
+    const first = await answers(1)
+    await send(request('INVITE', { branch: 'z9hG4bK-reused' }).replace('Call-ID: call-z9hG4bK-reused', 'Call-ID: another-call'))
+    const second = await answers(1)
+    assert.equal(status(second[0]), 302)
+    assert.match(second[0]!, /Call-ID: another-call/)
+    assert.notEqual(first[0], second[0])
+    for (const callId of ['legacy-1', 'legacy-2']) {
+      await send(request('INVITE', { branch: 'legacy-branch' }).replace('Call-ID: call-legacy-branch', `Call-ID: ${callId}`))
+      assert.match((await answers(1))[0]!, new RegExp(`Call-ID: ${callId}`))
+    }
+    await send(request('ACK', { branch: 'z9hG4bK-reused', cseq: '1 ACK' }))
+    await send(request('ACK', { branch: 'z9hG4bK-reused', cseq: '1 ACK' }).replace('Call-ID: call-z9hG4bK-reused', 'Call-ID: another-call'))
+    await sleep(50)
+    received.splice(0)
+  })
+
   test('a request missing Call-ID: 400; a response or garbage: dropped', async () => {
     await send(request('INVITE', { omit: 'Call-ID' }))
     assert.equal(status((await answers(1))[0]), 400)

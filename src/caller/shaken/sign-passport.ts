@@ -33,14 +33,16 @@ async function signJws(credential: SigningCredential, header: Record<string, unk
  * A SHAKEN PASSporT signed with the credential (ES256, JOSE r||s, on the thread pool), and
  * the SIP Identity header that carries it. Claims and header parameters in lexicographic
  * order, without whitespace (RFC 8225 9: the deterministic JSON form). A credential configured
- * with a display name adds it as RFC 9795 rich call data (`rcd: {nam}`), which the signature
- * covers; the caller of the signing API cannot choose the name.
+ * with a display name adds it as RFC 9795 rich call data (`rcd: {nam}`) to attestation-A
+ * PASSporTs, which the signature covers; the caller of the signing API cannot choose the name.
  */
 export async function signPassport(credential: SigningCredential, claims: PassportClaims): Promise<{ passport: string; identity: string }> {
   const header = { alg: 'ES256', ppt: 'shaken', typ: 'passport', x5u: credential.x5u }
   const payload = {
     attest: claims.attest, dest: { tn: claims.dest }, iat: claims.iat, orig: { tn: claims.orig }, origid: claims.origid,
-    ...(credential.displayName === undefined ? {} : { rcd: { nam: credential.displayName } }),
+    // Only with full attestation: with B or C the signer does not vouch that the caller may use
+    // the number, and a brand signed beside it would lend the number a name it may not have.
+    ...(credential.displayName === undefined || claims.attest !== 'A' ? {} : { rcd: { nam: credential.displayName } }),
   }
   const passport = await signJws(credential, header, payload)
   return { passport, identity: `${passport};info=<${credential.x5u}>;alg=ES256;ppt=shaken` }

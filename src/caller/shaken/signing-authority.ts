@@ -24,8 +24,10 @@ export interface SigningAsk {
   named?: string
 }
 
-/** 2: the credential lists the number (a delegate certificate); 1: an SPC-only certificate; 0: it does not cover it. */
+/** 2: the credential lists the number (a delegate certificate); 1: an SPC-only certificate; 0: it does not cover it (or has expired). */
 function coverage(credential: SigningCredential, tn: string): 0 | 1 | 2 {
+  // An expired certificate: every verifier would refuse what it signs.
+  if (credential.notAfter < Date.now()) return 0
   const list = credential.tnAuthList
   if (list.tns.length + list.ranges.length === 0) return list.spcs.length > 0 ? 1 : 0
   return tnCovered(list, tn) ? 2 : 0
@@ -43,6 +45,7 @@ export function chooseCredential(credentials: ReadonlyMap<string, SigningCredent
     if (!binding.credentials.includes(ask.named)) throw new ForbiddenError(`this API key may not use the credential ${ask.named}`, { field: 'signingRequest.credential' })
     const credential = credentials.get(ask.named)
     if (credential === undefined) throw new NotFoundError(`no signing credential ${ask.named}`, { field: 'signingRequest.credential' })
+    if (credential.notAfter < Date.now()) throw new ForbiddenError(`the credential ${ask.named} has expired (${new Date(credential.notAfter).toISOString()})`, { field: 'signingRequest.credential' })
     if (coverage(credential, ask.signerTN) === 0) {
       throw new ForbiddenError(`the credential ${ask.named} is not authoritative for +${ask.signerTN}: its certificate's TNAuthList does not cover it`, { field: ask.field })
     }
