@@ -1,6 +1,5 @@
 import { CheckFailed } from '../lib/checks.ts'
-import type { DecodedJws } from './passport.ts'
-import { tnDigits } from './passport.ts'
+import { destTns, divTn, tnDigits, type DecodedJws } from './passport.ts'
 
 /**
  * RFC 8946: a diverted call carries its shaken PASSporT and one `div` PASSporT per diversion.
@@ -17,13 +16,6 @@ export interface DivLink {
   to: string[]
 }
 
-function digitsList(value: unknown): string[] | null {
-  const list = Array.isArray(value) ? value : [value]
-  if (list.length === 0 || list.length > 10) return null
-  const digits = list.map(tnDigits)
-  return digits.every((d): d is string => d !== null) ? digits : null
-}
-
 /**
  * The diversions in the order the call took them: from the shaken PASSporT's `dest`, each
  * `div` PASSporT names in its `div` claim a number the call was sent to before (the previous
@@ -35,12 +27,12 @@ function digitsList(value: unknown): string[] | null {
 export function orderDiversions(shaken: DecodedJws, divs: readonly DecodedJws[], destTN: string): DivLink[] {
   if (divs.length > MAX_DIVERSIONS) throw new CheckFailed('DIV_TOO_MANY', `${divs.length} diversions; at most ${MAX_DIVERSIONS} are verified`)
   const links: DivLink[] = divs.map((jws, i) => {
-    const from = tnDigits((jws.payload.div as { tn?: unknown } | null | undefined)?.tn)
-    const to = digitsList((jws.payload.dest as { tn?: unknown } | null | undefined)?.tn)
+    const from = divTn(jws.payload)
+    const to = destTns(jws.payload)
     if (from === null || to === null) throw new CheckFailed('BAD_DIV', `div PASSporT ${i + 1}: needs div {"tn": <the diverting number>} and dest {"tn": [...]}`)
     return { jws, from, to }
   })
-  const first = digitsList((shaken.payload.dest as { tn?: unknown } | null | undefined)?.tn)
+  const first = destTns(shaken.payload)
   if (first === null) throw new CheckFailed('DEST_MISMATCH', 'the shaken PASSporT\'s dest.tn is not a telephone number or a list of them')
   let reached: string[] = first
   const ordered: DivLink[] = []

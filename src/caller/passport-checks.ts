@@ -1,6 +1,6 @@
 import { check, CheckFailed } from '../lib/checks.ts'
 import type { PassportContext } from './call-context.ts'
-import { decodeCompactJws, JwsFormatError, tnDigits, type DecodedJws } from './passport.ts'
+import { decodeCompactJws, destTns, divTn, JwsFormatError, tnDigits, type DecodedJws } from './passport.ts'
 
 /**
  * The checks of one PASSporT before any key is looked for: its form, its header, and its
@@ -59,15 +59,6 @@ export const checkHeader = check<PassportContext>('check_header', (ctx) => {
   return names.join(', ')
 })
 
-/** dest.tn: one number or a list of them, each E.164 digits (with or without +). */
-function destOf(payload: Record<string, unknown>): string[] | null {
-  const dest = (payload.dest as { tn?: unknown } | undefined)?.tn
-  const list = Array.isArray(dest) ? dest : [dest]
-  if (list.length === 0 || list.length > 10) return null
-  const digits = list.map(tnDigits)
-  return digits.every((d): d is string => d !== null) ? digits : null
-}
-
 function checkIat(ctx: PassportContext): void {
   const iat = jws(ctx).payload.iat
   if (typeof iat !== 'number' || !Number.isSafeInteger(iat)) throw new CheckFailed('BAD_IAT', 'iat must be an integer (seconds)')
@@ -85,7 +76,7 @@ function checkOrig(ctx: PassportContext): void {
 const checkShakenClaims = (ctx: PassportContext): string => {
   const { payload } = jws(ctx)
   checkOrig(ctx)
-  const dest = destOf(payload)
+  const dest = destTns(payload)
   if (ctx.destTN !== undefined) {
     const wanted = tnDigits(ctx.destTN)
     if (dest === null || !dest.includes(wanted!)) throw new CheckFailed('DEST_MISMATCH', 'dest.tn does not contain destTN')
@@ -110,12 +101,11 @@ const checkShakenClaims = (ctx: PassportContext): string => {
 const checkDivClaims = (ctx: PassportContext): string => {
   const { payload } = jws(ctx)
   checkOrig(ctx)
-  const dest = destOf(payload)
+  const dest = destTns(payload)
   if (dest === null) throw new CheckFailed('BAD_DIV', 'the div PASSporT\'s dest.tn is not a telephone number or a list of 1-10 of them')
   ctx.dest = dest
-  const div = payload.div as { tn?: unknown } | undefined
-  const from = tnDigits(div?.tn)
-  if (div === null || typeof div !== 'object' || Array.isArray(div) || from === null) throw new CheckFailed('BAD_DIV', 'the div claim must be {"tn": <the diverting number>}')
+  const from = divTn(payload)
+  if (from === null) throw new CheckFailed('BAD_DIV', 'the div claim must be {"tn": <the diverting number>}')
   ctx.divertedFrom = from
   checkIat(ctx)
   ctx.authorityTN = `+${from}`

@@ -39,3 +39,19 @@ export function tnDigits(value: unknown): string | null {
   const digits = value.startsWith('+') ? value.slice(1) : value
   return /^\d{1,15}$/.test(digits) ? digits : null
 }
+
+/** A PASSporT's `dest.tn`: one number or a list of 1-10, as E.164 digits; null when it is not that. */
+export function destTns(payload: Record<string, unknown>): string[] | null {
+  const dest = (payload.dest as { tn?: unknown } | null | undefined)?.tn
+  const list = Array.isArray(dest) ? dest : [dest]
+  if (list.length === 0 || list.length > 10) return null
+  const digits = list.map(tnDigits)
+  return digits.every((d): d is string => d !== null) ? digits : null
+}
+
+/** A div PASSporT's `div.tn` (RFC 8946: the number the call was diverted from), as E.164 digits; null when it is not one. */
+export function divTn(payload: Record<string, unknown>): string | null {
+  const div = payload.div
+  if (div === null || typeof div !== 'object' || Array.isArray(div)) return null
+  return tnDigits((div as { tn?: unknown }).tn)
+}
