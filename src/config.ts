@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { isIP } from 'node:net'
 import { ConfigError } from './errors.ts'
+import { isAddressOrRange, NAMED_RANGES } from './lib/address-ranges.ts'
 import { sipSettings, type SipSettings } from './lib/sip-settings.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from './lib/zklogin-limits.ts'
 
@@ -215,19 +215,12 @@ export function defaultMaxConnections(limitsFile = '/proc/self/limits'): number 
   }
 }
 
-const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 const TRUST_PROXY_HELP = 'set the number of proxies in front of the service (TRUST_PROXY=1 for one load balancer) or their ' +
   'addresses and ranges (TRUST_PROXY=10.0.0.0/8,192.0.2.7 or loopback)'
 
 /** A proxy address or range: an IP, an IP/prefix, or one of proxy-addr's names. */
 function proxyRange(entry: string): boolean {
-  if (PROXY_NAMES.has(entry)) return true
-  const [address, prefix, ...rest] = entry.split('/')
-  const version = isIP(address ?? '')
-  if (version === 0 || rest.length > 0) return false
-  if (prefix === undefined) return true
-  if (!/^\d{1,3}$/.test(prefix)) return false
-  return Number(prefix) <= (version === 4 ? 32 : 128)
+  return Object.hasOwn(NAMED_RANGES, entry) || isAddressOrRange(entry)
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { BlockList, isIP } from 'node:net'
+import { addressMatcher } from '../lib/address-ranges.ts'
 import { Admission, useAdmission } from './admission.ts'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Registry } from 'prom-client'
@@ -50,30 +50,6 @@ function proxyTrust(setting: false | number | string[]): false | string[] | ((ad
   return setting
 }
 
-const NAMED_RANGES: Record<string, Array<[string, number, 'ipv4' | 'ipv6']>> = {
-  loopback: [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']],
-  linklocal: [['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']],
-  uniquelocal: [['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['fc00::', 7, 'ipv6']],
-}
-
-/** Whether a socket's peer is one of TRUST_PROXY's addresses or ranges (the same list Fastify is given). */
-function proxyRanges(entries: string[]): (address: string) => boolean {
-  const list = new BlockList()
-  for (const entry of entries) {
-    for (const [network, prefix, family] of NAMED_RANGES[entry] ?? []) list.addSubnet(network, prefix, family)
-    if (NAMED_RANGES[entry] !== undefined) continue
-    const [address, prefix] = entry.split('/') as [string, string | undefined]
-    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4'
-    if (prefix === undefined) list.addAddress(address, family)
-    else list.addSubnet(address, Number(prefix), family)
-  }
-  return (address) => {
-    const plain = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address
-    const family = isIP(plain)
-    return family !== 0 && list.check(plain, family === 6 ? 'ipv6' : 'ipv4')
-  }
-}
-
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
   const logger = options.logger === false ? false : {
     level: service.config.logLevel,
@@ -104,7 +80,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   }, {
     loginPath: service.accounts.provider.mountPath,
     // A trusted proxy carries many clients on its connections: only clients' own are capped per address.
-    trustedPeer: typeof trust === 'function' ? () => true : trust === false ? () => false : proxyRanges(trust),
+    trustedPeer: typeof trust === 'function' ? () => true : trust === false ? () => false : addressMatcher(trust),
   })
   // First of all hooks: a request refused here costs no parsing, no key check, nothing.
   useAdmission(app, admission)

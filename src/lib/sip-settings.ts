@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { ConfigError } from '../errors.ts'
+import { isAddressOrRange } from './address-ranges.ts'
 
 /** The SIP redirect interface's settings (docs/sip.md); null when SIP_LISTEN is unset: no SIP at all. */
 export interface SipSettings {
@@ -17,15 +18,6 @@ export interface SipSettings {
 
 type Env = Record<string, string | undefined>
 
-function cidrOk(entry: string): boolean {
-  const [address, prefix, extra] = entry.split('/')
-  if (extra !== undefined || address === undefined) return false
-  const version = isIP(address)
-  if (version === 0) return false
-  if (prefix === undefined) return true
-  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128)
-}
-
 export function sipSettings(env: Env): SipSettings | null {
   const listen = (env.SIP_LISTEN ?? '').trim()
   if (listen === '') return null
@@ -39,7 +31,7 @@ export function sipSettings(env: Env): SipSettings | null {
   if (trustedSources.length === 0) {
     throw new ConfigError('SIP_LISTEN is set but SIP_TRUSTED_SOURCES is empty: name the SBC addresses or ranges (CIDR) that may use the SIP interface')
   }
-  const bad = trustedSources.find((s) => !cidrOk(s))
+  const bad = trustedSources.find((s) => !isAddressOrRange(s))
   if (bad !== undefined) throw new ConfigError(`SIP_TRUSTED_SOURCES: ${JSON.stringify(bad)} is not an IP address or range (CIDR)`)
   // A /0 trusts every address (an IPv6 /0 the IPv4 ones too): not a list of SBCs.
   const everyone = trustedSources.find((s) => /\/0+$/.test(s))

@@ -1,6 +1,7 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram'
 import { randomBytes } from 'node:crypto'
-import { BlockList, createServer, isIPv6, type Server as TcpServer, type Socket } from 'node:net'
+import { createServer, isIPv6, type Server as TcpServer, type Socket } from 'node:net'
+import { addressMatcher } from '../lib/address-ranges.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { findApiKey, type SigningBinding } from '../keys/api-keys.ts'
 import type { SipSettings } from '../lib/sip-settings.ts'
@@ -31,7 +32,7 @@ type Reply = (bytes: Buffer) => void
 export class SipServer {
   readonly #service: Service
   readonly #settings: SipSettings
-  readonly #trusted = new BlockList()
+  readonly #isTrusted: (address: string) => boolean
   readonly #transactions: InviteTransactions
   readonly #policy: RedirectPolicy
   #udp: UdpSocket | undefined
@@ -41,17 +42,11 @@ export class SipServer {
   #binding: { value: SigningBinding | null; until: number } | undefined
   #requests: Counter<'method' | 'status' | 'transport'> | undefined
   #dropped: Counter<'reason'> | undefined
-  readonly #counts = { dropped: 0 }
 
   constructor(service: Service, settings: SipSettings) {
     this.#service = service
     this.#settings = settings
-    for (const entry of settings.trustedSources) {
-      const [address, prefix] = entry.split('/') as [string, string | undefined]
-      const family = isIPv6(address) ? 'ipv6' : 'ipv4'
-      if (prefix === undefined) this.#trusted.addAddress(address, family)
-      else this.#trusted.addSubnet(address, Number(prefix), family)
-    }
+    this.#isTrusted = addressMatcher(settings.trustedSources)
     this.#transactions = new InviteTransactions()
     this.#policy = { block: new Set(settings.block), redress: settings.redress, signingBinding: () => this.#signingBinding() }
   }
@@ -126,13 +121,7 @@ export class SipServer {
     ])
   }
 
-  #isTrusted(address: string): boolean {
-    const plain = address.startsWith('::ffff:') ? address.slice(7) : address
-    return this.#trusted.check(plain, isIPv6(plain) ? 'ipv6' : 'ipv4')
-  }
-
   #drop(reason: string): void {
-    this.#counts.dropped++
     this.#dropped?.inc({ reason })
   }
 
