@@ -10,6 +10,20 @@ import { SERVER_NODE_FLAGS } from '../src/cli/node-flags.ts'
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined
 const log = (line: string) => process.stderr.write(`${line}\n`)
 
+/** A whole positive number from the environment (a benchmark's size or duration); the fallback when unset or not one. */
+export function envInt(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback)
+  return Number.isSafeInteger(value) && value > 0 ? value : fallback
+}
+
+/** Runs a benchmark's main and exits with its code; a throw is printed and exits 1. */
+export function runMain(main: () => Promise<number>): void {
+  main().then((code) => process.exit(code), (err: unknown) => {
+    log(err instanceof Error ? err.stack ?? err.message : String(err))
+    process.exit(1)
+  })
+}
+
 export interface Target {
   port: number
   /** The SIP redirect interface's UDP port, when the server was started with SIP_LISTEN. */

@@ -20,15 +20,11 @@ import type { AddressInfo } from 'node:net'
 import { loadConfig } from '../src/config.ts'
 import { addSubscription } from '../src/events/webhooks/subscriptions.ts'
 import { openService } from '../src/service.ts'
-import { startServer, type Target } from './bench-server.ts'
+import { envInt, startServer, type Target } from './bench-server.ts'
 import { rssBytes } from './proc-stats.ts'
 import { inPool, postgresDatabase, seed, sqliteDatabase, type BenchDatabase } from './seed.ts'
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
-const envInt = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback)
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback
-}
 const RATE = envInt('BENCH_EVENTS_RATE', 500)
 const SECONDS = envInt('BENCH_EVENTS_SECONDS', 6)
 const WAITERS = envInt('BENCH_WAITERS', 1000)

@@ -18,15 +18,11 @@ import autocannon from 'autocannon'
 import { createApiKey } from '../src/keys/api-keys.ts'
 import { loadConfig } from '../src/config.ts'
 import { openService } from '../src/service.ts'
-import { startServer, type Target } from './bench-server.ts'
+import { envInt, runMain, startServer, type Target } from './bench-server.ts'
 import { signCalls, seedCaller, type CallerSeed } from './caller-seed.ts'
 import { sqliteDatabase } from './seed.ts'
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
-const envInt = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback)
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback
-}
 const SECONDS = envInt('BENCH_OVERLOAD_SECONDS', 10)
 const CONNECTIONS = envInt('BENCH_OVERLOAD_CONNECTIONS', 1000)
 const CAPACITY_CONNECTIONS = envInt('BENCH_CAPACITY_CONNECTIONS', 32)
@@ -127,7 +123,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  log(err instanceof Error ? err.stack ?? err.message : String(err))
-  process.exit(1)
-})
+runMain(main)

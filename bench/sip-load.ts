@@ -5,6 +5,7 @@
  */
 import { fork } from 'node:child_process'
 import { createSocket, type Socket } from 'node:dgram'
+import { percentile } from './caller-paced.ts'
 
 export interface Call { orig: string; dest: string; identities: string[] }
 
@@ -139,9 +140,8 @@ export class SipLoad {
 export interface PacedSummary { p50: number; p90: number; p99: number; p999: number; max: number; answered: number; failed: number; lost: number }
 
 export function summarizeLatencies(latencies: number[], failed: number, lost: number): PacedSummary {
-  const sorted = [...latencies].sort((a, b) => a - b)
-  const at = (p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!)
-  return { p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max: sorted.at(-1) ?? NaN, answered: sorted.length, failed, lost }
+  const at = (p: number) => percentile(latencies, p) ?? NaN
+  return { p50: at(50), p90: at(90), p99: at(99), p999: at(99.9), max: at(100), answered: latencies.length, failed, lost }
 }
 
 /** The paced run in bench/sip-paced-child.ts: the calls go over IPC before the clock starts. */

@@ -16,19 +16,19 @@
  *                                BENCH_CALLER_NUMBERS (2000), BENCH_CONNECTIONS (32), BENCH_SIP_PACED_SHARE (0.5)
  */
 import { createPrivateKey, randomUUID, sign } from 'node:crypto'
-import { createServer } from 'node:net'
 import autocannon from 'autocannon'
-import { startServer, type Target } from './bench-server.ts'
+import { envInt, startServer, type Target } from './bench-server.ts'
 import { paced as pacedHttp, percentile, stopPaced } from './caller-paced.ts'
 import { CALLER_DEST, seedCaller, type CallerSeed } from './caller-seed.ts'
+import { freePort } from '../test/support/process.ts'
 import { sqliteDatabase } from './seed.ts'
 import { pacedInChild, SipLoad, startBareSip, type Call, type PacedSummary } from './sip-load.ts'
 
-const SECONDS = Number(process.env.BENCH_SIP_SECONDS ?? 5)
-const ROUNDS = Number(process.env.BENCH_SIP_ROUNDS ?? 3)
-const HALF_RATE_S = Number(process.env.BENCH_HALF_RATE_S ?? 10)
-const NUMBERS = Number(process.env.BENCH_CALLER_NUMBERS ?? 2000)
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+const SECONDS = envInt('BENCH_SIP_SECONDS', 5)
+const ROUNDS = envInt('BENCH_SIP_ROUNDS', 3)
+const HALF_RATE_S = envInt('BENCH_HALF_RATE_S', 10)
+const NUMBERS = envInt('BENCH_CALLER_NUMBERS', 2000)
+const CONNECTIONS = envInt('BENCH_CONNECTIONS', 32)
 const SIP_IN_FLIGHT = CONNECTIONS
 /** The paced run's share of the SIP peak (the target is set at 0.5; another value explores the tail). */
 const PACED_SHARE = Number(process.env.BENCH_SIP_PACED_SHARE ?? 0.5)
@@ -75,16 +75,6 @@ async function httpSlice(server: Target, calls: Call[], seconds: number): Promis
 }
 
 let apiKey = ''
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer()
-    probe.listen(0, '127.0.0.1', () => {
-      const port = (probe.address() as { port: number }).port
-      probe.close(() => resolve(port))
-    })
-  })
-}
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 

@@ -16,12 +16,9 @@ import { openService } from '../src/service.ts'
 import { signCalls, seedCaller } from './caller-seed.ts'
 import { approvalBody, postgresDatabase } from './seed.ts'
 import { freePort } from '../test/support/process.ts'
+import { envInt, runMain } from './bench-server.ts'
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
-const envInt = (name: string, fallback: number) => {
-  const value = Number(process.env[name] ?? fallback)
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback
-}
 const SECONDS = envInt('BENCH_SECONDS', 8)
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 32)
 const COUNTS = (process.env.BENCH_WORKERS ?? '1,2').split(',').map(Number).filter((n) => n > 0)
@@ -103,7 +100,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  log(err instanceof Error ? err.stack ?? err.message : String(err))
-  process.exit(1)
-})
+runMain(main)

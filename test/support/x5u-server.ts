@@ -5,7 +5,7 @@
  * (jCards for rich call data). Counts the requests it served.
  */
 import { createServer, type Server } from 'node:https'
-import type { AddressInfo } from 'node:net'
+import { freePort } from './process.ts'
 import { makeShakenPki, type LeafKind, type ShakenPki } from './shaken-pki.ts'
 
 export interface X5uServer {
@@ -18,16 +18,6 @@ export interface X5uServer {
   documents: Map<string, string | Buffer>
   served: number
   close(): Promise<void>
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer()
-    probe.listen(0, '127.0.0.1', () => {
-      const port = (probe.address() as AddressInfo).port
-      probe.close(() => resolve(port))
-    })
-  })
 }
 
 export async function startX5uServer(): Promise<X5uServer> {
