@@ -220,12 +220,16 @@ export class SipServer {
       this.#count(request.method, response.status, transport)
     }
     const key = transactionKey(request)
+    // What a response must copy. Without a Via no response can be addressed (dropped); an ACK gets none.
+    const addressable = (request.headers.get('via')?.length ?? 0) > 0
+    let complete = addressable
     try {
-      // What a response must copy: without it no response can be addressed (dropped).
       for (const name of ['from', 'to', 'call-id', 'cseq']) single(request, name)
-      if ((request.headers.get('via')?.length ?? 0) === 0) throw new SipParseError('no Via')
     } catch {
-      if (request.method === 'ACK' || (request.headers.get('via')?.length ?? 0) === 0) return this.#drop('unaddressable')
+      complete = false
+    }
+    if (!complete) {
+      if (request.method === 'ACK' || !addressable) return this.#drop('unaddressable')
       return send({ status: 400, reason: 'Bad Request', headers: [['Warning', '399 kns "Via, From, To, Call-ID and CSeq must each appear once"']] })
     }
     switch (request.method) {
@@ -238,7 +242,7 @@ export class SipServer {
         // RFC 3261 9.2: 481 when no INVITE of that transaction is known.
         if (key === null || !this.#transactions.has(key)) return send({ status: 481, reason: 'Call/Transaction Does Not Exist', headers: [] })
         send({ status: 200, reason: 'OK', headers: [] })
-        const pending = key === null ? undefined : this.#transactions.cancel(key)
+        const pending = this.#transactions.cancel(key)
         if (pending?.finish(renderResponse(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, pending.source, toTag))) {
           this.#count('INVITE', 487, transport)
         }
