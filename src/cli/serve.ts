@@ -10,6 +10,7 @@ import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
 import { checkLedger } from '../ledger/ledger.ts'
 import type { Service } from '../service.ts'
 import { SipServer } from '../sip/server.ts'
+import { announceListening, ownSockets } from './workers.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000
 
@@ -103,9 +104,10 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   const sip = service.config.sip === null ? undefined : new SipServer(service, service.config.sip)
   const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip] })
   closeGracefully(app, service, sip)
-  await app.listen({ port: service.config.port, host: service.config.host })
+  const { port } = service.config
+  await app.listen({ port, host: service.config.host, ...(ownSockets(port) ? { exclusive: true, reusePort: true } : {}) })
   if (sip !== undefined) {
-    await sip.listen()
+    await sip.listen({ ownSocket: ownSockets(service.config.sip!.port) })
     const { host } = service.config.sip!
     app.log.info({ udp: `${host}:${sip.address.udp}`, tcp: `${host}:${sip.address.tcp}`, trusted: service.config.sip!.trustedSources },
       'SIP redirect interface listening (docs/sip.md)')
@@ -120,6 +122,7 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   service.events.start()
   for (const warning of service.warnings) app.log.warn(warning)
   app.log.info({ engine: service.db.engine, ledger: service.ledger.kind, publicBaseUrl: service.config.publicBaseUrl }, 'kns ready')
+  announceListening()
   void reportLedger(app, service)
   return app
 }

@@ -67,26 +67,30 @@ export class SipServer {
     return { udp: this.#udp?.address().port, tcp: typeof tcp === 'object' && tcp !== null ? tcp.port : undefined }
   }
 
-  async listen(): Promise<void> {
+  /**
+   * `ownSocket`: this process binds sockets of its own with SO_REUSEPORT beside the other
+   * workers' (src/cli/workers.ts `ownSockets`), rather than node:cluster's shared one.
+   */
+  async listen(options: { ownSocket?: boolean } = {}): Promise<void> {
     // SIP_LISTEN with port 0 (tests): UDP takes a free port, TCP the same number, which may be
     // taken for TCP: then both try another.
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.#bind()
+        return await this.#bind(options.ownSocket === true)
       } catch (err) {
         if (this.#settings.port !== 0 || attempt >= 5 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err
       }
     }
   }
 
-  async #bind(): Promise<void> {
+  async #bind(ownSocket: boolean): Promise<void> {
     const { host, port } = this.#settings
-    const udp = createSocket({ type: isIPv6(host) ? 'udp6' : 'udp4', reuseAddr: false })
+    const udp = createSocket({ type: isIPv6(host) ? 'udp6' : 'udp4', reuseAddr: false, reusePort: ownSocket })
     udp.on('message', (message, remote) => this.#onDatagram(message, remote))
     udp.on('error', () => {}) // an ICMP error for one peer must not stop the socket
     await new Promise<void>((resolve, reject) => {
       udp.once('error', reject)
-      udp.bind(port, host, () => resolve())
+      udp.bind({ port, address: host, exclusive: ownSocket }, () => resolve())
     })
     // A burst of INVITEs while the event loop is busy (a GC pause) must wait in the socket, not
     // be dropped by the kernel: 4 MiB (the system's net.core.rmem_max may cap it lower).
@@ -100,7 +104,7 @@ export class SipServer {
     try {
       await new Promise<void>((resolve, reject) => {
         tcp.once('error', reject)
-        tcp.listen(udp.address().port, host, () => resolve())
+        tcp.listen({ port: udp.address().port, host, exclusive: ownSocket, reusePort: ownSocket }, () => resolve())
       })
     } catch (err) {
       await new Promise<void>((resolve) => udp.close(() => resolve()))

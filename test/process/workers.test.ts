@@ -4,10 +4,12 @@
  * all. On SQLite it is refused with what to do instead.
  */
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { createSocket } from 'node:dgram'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { Agent, request } from 'node:http'
 import { after, test } from 'node:test'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
-import { killAll, runKns, sleep, startServer } from '../support/process.ts'
+import { freePort, killAll, runKns, sleep, startServer } from '../support/process.ts'
 
 const envs: TestEnv[] = []
 after(async () => {
@@ -24,6 +26,56 @@ function childrenOf(pid: number): number[] {
   }
 }
 
+/** How many established TCP connections to local `port` each of `pids` holds (Linux /proc). */
+function connectionsPerProcess(port: number, pids: number[]): number[] {
+  const established = new Set<string>()
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/)
+      if (fields.length > 9 && parseInt(fields[1]!.split(':')[1]!, 16) === port && fields[3] === '01') established.add(fields[9]!)
+    }
+  }
+  return pids.map((pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+    try {
+      return established.has(/^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1] ?? '')
+    } catch {
+      return false
+    }
+  }).length)
+}
+
+/** A SIP OPTIONS over UDP from a socket of its own: the status line, or undefined after 2 s. */
+async function sipOptions(port: number, n: number): Promise<string | undefined> {
+  const socket = createSocket('udp4')
+  try {
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+    const answer = new Promise<string>((resolve) => socket.once('message', (m) => resolve(m.toString().split('\r\n')[0]!)))
+    socket.send([
+      `OPTIONS sip:kns@127.0.0.1:${port} SIP/2.0`, `Via: SIP/2.0/UDP 127.0.0.1:${socket.address().port};branch=z9hG4bK-w${n}`,
+      'From: <sip:sbc@127.0.0.1>;tag=1', 'To: <sip:kns@127.0.0.1>', `Call-ID: workers-${n}`, 'CSeq: 1 OPTIONS', 'Content-Length: 0', '', '',
+    ].join('\r\n'), port, '127.0.0.1')
+    return await Promise.race([answer, sleep(2000).then(() => undefined)])
+  } finally {
+    socket.close()
+  }
+}
+
+/**
+ * One request on a connection of its own: its status, the socket error's code, or `unanswered`
+ * when nothing came back within 15 s (a connection that nobody serves nor closes).
+ */
+function onFreshConnection(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const req = request(url, { headers: { connection: 'close' }, timeout: 15_000 }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(String(res.statusCode)))
+    })
+    req.on('timeout', () => { req.destroy(); resolve('unanswered') })
+    req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'))
+    req.end()
+  })
+}
+
 test('--workers 2 on PostgreSQL: two processes serve one port; a killed one is replaced; SIGTERM stops all', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only (the SQLite pass checks the refusal)' }, async () => {
   const fresh = await freshDatabaseEnv()
   envs.push(fresh)
@@ -37,7 +89,24 @@ test('--workers 2 on PostgreSQL: two processes serve one port; a killed one is r
   assert.equal(workers.length, 2, 'two workers')
   for (let i = 0; i < 20; i++) assert.equal((await fetch(`${server.url}/readyz`)).status, 200)
 
+  // Connections opened while the worker dies (40 clients, each a new connection per request,
+  // from before the kill to a second after it): every one is answered by the other worker, or
+  // at worst reset; none is left open with no one to serve it (node:cluster's round-robin
+  // hand-off to a worker that had just died did that to a few in a thousand).
+  const outcomes: string[] = []
+  let killedAt = 0
+  const client = async () => {
+    while (killedAt === 0 || Date.now() - killedAt < 1000) outcomes.push(await onFreshConnection(`${server.url}/healthz`))
+  }
+  const clients = Array.from({ length: 40 }, client)
+  await sleep(300)
   process.kill(workers[0]!, 'SIGKILL')
+  killedAt = Date.now()
+  await Promise.all(clients)
+  const unanswered = outcomes.filter((outcome) => outcome === 'unanswered').length
+  assert.equal(unanswered, 0, `${unanswered} of ${outcomes.length} connections unanswered`)
+  assert.ok(outcomes.filter((outcome) => outcome === '200').length > outcomes.length / 2, outcomes.join(' '))
+
   // The other keeps serving while the primary starts a replacement (a kept-alive connection to
   // the killed one is reset: a client tries again on a new one, as any client of a server that died).
   const again = async (url: string) => {
@@ -57,6 +126,34 @@ test('--workers 2 on PostgreSQL: two processes serve one port; a killed one is r
   const exit = await server.stop(20_000)
   assert.equal(exit.code, 0, `exit ${JSON.stringify(exit)}`)
   for (const pid of now) assert.throws(() => process.kill(pid, 0), 'the workers are gone too')
+})
+
+test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept-alive connections are spread over both', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, async () => {
+  const fresh = await freshDatabaseEnv()
+  envs.push(fresh)
+  const sipPort = await freePort()
+  const server = await startServer({ ...fresh.env, LOG_LEVEL: 'info', SIP_LISTEN: `127.0.0.1:${sipPort}`, SIP_TRUSTED_SOURCES: '127.0.0.1' }, { args: ['--workers', '2'], timeoutMs: 60_000 })
+  const deadline = Date.now() + 30_000
+  while ((server.stdout().match(/"msg":"worker listening"/g) ?? []).length < 2 && Date.now() < deadline) await sleep(100)
+  const workers = childrenOf(server.child.pid!)
+  assert.equal(workers.length, 2)
+  // 32 connections opened at once, as a proxy's pool: on one shared socket the first worker to
+  // wake took 31 of them; hashed over two sockets, each gets 16 give or take (fewer than 4 on
+  // either: about 1 run in 200 000).
+  const agent = new Agent({ keepAlive: true, maxSockets: 32 })
+  const get = () => new Promise<number>((resolve, reject) => {
+    request(`${server.url}/healthz`, { agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)) }).on('error', reject).end()
+  })
+  assert.deepEqual(new Set(await Promise.all(Array.from({ length: 32 }, get))), new Set([200]))
+  const spread = connectionsPerProcess(server.port, workers)
+  agent.destroy()
+  assert.ok(spread[0]! + spread[1]! >= 32, `per worker: ${spread}`) // and startServer's own, kept alive
+  assert.ok(Math.min(...spread) >= 4, `per worker: ${spread}`)
+  // SIP on the same port in both workers: every SBC address is answered.
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => sipOptions(sipPort, n)))
+  assert.deepEqual(answers, Array(20).fill('SIP/2.0 200 OK'))
+  assert.equal((server.stdout().match(/SIP redirect interface listening/g) ?? []).length, 2)
+  assert.equal((await server.stop(20_000)).code, 0)
 })
 
 test('--workers 2 on the embedded SQLite database: refused, saying why and what to do', { skip: process.env.DATABASE_URL ? 'the SQLite case' : false }, async () => {
