@@ -4,7 +4,6 @@ import { dirname, join, sep } from 'node:path'
 import { loadDotEnv } from '../config.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import { findByPhone } from '../identity/numbers.ts'
-import { verifyCall } from '../caller/verify-call.ts'
 import { ConflictError, NotFoundError } from '../errors.ts'
 import type { Service } from '../service.ts'
 import { optional, required, type Parsed } from './args.ts'
@@ -132,13 +131,23 @@ export async function passportCommand(service: Service | null, sub: string | und
     return 0
   }
   if (sub === 'verify') {
-    const verdict = await verifyCall({
-      directory: service!.keyDirectory, origTN: orig, destTN: dest, jwt: required(values, 'jwt'),
-      maxAgeS: service!.config.callMaxAgeS, nowS: Math.floor(Date.now() / 1000),
+    // What call-signature-verification does with the same input: this service's trust sources
+    // (CALLER_TRUST: ledger keys, x5u certificates) and limits, one PASSporT or a diverted call's
+    // Identity headers.
+    const jwt = optional(values, 'jwt')
+    const identity = values.identity as string[] | undefined
+    if ((jwt === undefined) === (identity === undefined)) throw new UsageError('give either --jwt <jwt> or --identity <header value> (repeated for a diverted call\'s headers)')
+    const verdict = await service!.callVerifier.verify({
+      origTN: orig, destTN: dest, jwt: jwt ?? '', ...(identity === undefined ? {} : { identity: identity.length === 1 ? identity[0]! : identity }),
     })
     const lines = verdict.steps.map((s) => `${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.detail ? `: ${s.detail}` : ''}`)
-    out.result({ success: verdict.success, ...(verdict.reason === undefined ? {} : { reason: verdict.reason }), steps: verdict.steps },
-      [...lines, verdict.success ? 'verified' : `not verified: ${verdict.reason}`].join('\n'))
+    const diversions = (verdict.div ?? []).map((d) => `diverted from ${d.from} to ${d.to.join(', ')} (${d.trust})`)
+    const report = {
+      success: verdict.success, ...(verdict.reason === undefined ? {} : { reason: verdict.reason }),
+      ...(verdict.trust === undefined ? {} : { trust: verdict.trust }), ...(verdict.div === undefined ? {} : { div: verdict.div }),
+      steps: verdict.steps,
+    }
+    out.result(report, [...lines, ...diversions, verdict.success ? `verified (${verdict.trust})` : `not verified: ${verdict.reason}`].join('\n'))
     return verdict.success ? 0 : 1
   }
   throw new UsageError(`unknown command 'kns passport ${sub ?? ''}'`)

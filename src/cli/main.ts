@@ -47,7 +47,10 @@ ${API_KEY_USAGE}
   registry link (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   registry unlink (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
-  passport verify --orig <tn> --dest <tn> --jwt <jwt>    the verification pipeline, step by step
+  passport verify --orig <tn> --dest <tn> (--jwt <jwt> | --identity <header> [--identity <header>...])
+                                                          the verification pipeline step by step, as
+                                                          call-signature-verification runs it (a diverted
+                                                          call: each of its Identity headers)
 ${SHAKEN_USAGE}
 ${OIDC_USAGE}
 ${PHONE_LOGIN_USAGE}
@@ -89,7 +92,7 @@ const OPTIONS = {
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
   'key-id': { type: 'string' }, keystore: { type: 'string' }, out: { type: 'string' }, orig: { type: 'string' },
   dest: { type: 'string' }, key: { type: 'string' }, kid: { type: 'string' }, attest: { type: 'string' },
-  origid: { type: 'string' }, iat: { type: 'string' }, jwt: { type: 'string' },
+  origid: { type: 'string' }, iat: { type: 'string' }, jwt: { type: 'string' }, identity: { type: 'string', multiple: true },
   ref: { type: 'string' }, scheme: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
 } as const
 

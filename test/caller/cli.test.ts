@@ -14,7 +14,7 @@ import { linkNumber } from '../../src/identity/numbers.ts'
 import { openService, type Service } from '../../src/service.ts'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { killAll, oneJson, runKns, type RunResult } from '../support/process.ts'
-import { conventionalKeyId, localLedger, newSigner, nowS, randomObjectId, randomPhone, STEPS } from '../support/caller.ts'
+import { callerNumber, conventionalKeyId, localLedger, newSigner, nowS, randomObjectId, randomPhone, signRaw, STEPS } from '../support/caller.ts'
 
 let fresh: TestEnv
 let service: Service
@@ -172,13 +172,38 @@ test('passport verify prints the step report (text), and { success, steps } with
   assert.equal(text.code, 0, text.stderr)
   const lines = text.stdout.trim().split('\n')
   assert.deepEqual(lines.slice(0, STEPS.length).map((l) => l.split(/\s+/).slice(0, 2).join(' ')), STEPS.map((s) => `ok ${s}${s === 'check_jws_format' ? '' : ':'}`))
-  assert.equal(lines.at(-1), 'verified')
+  assert.equal(lines.at(-1), 'verified (ledger)')
   assert.doesNotMatch(text.stdout, /BEGIN|PUBLIC KEY/)
 
   const report = ok(await kns('passport', 'verify', '--orig', phone, '--dest', dest, '--jwt', state.jwt, '--json')) as { success: boolean; steps: { name: string; ok: boolean }[] }
-  assert.deepEqual(Object.keys(report).sort(), ['steps', 'success'])
+  assert.deepEqual(Object.keys(report).sort(), ['steps', 'success', 'trust'])
   assert.equal(report.success, true)
   assert.deepEqual(report.steps.map((s) => [s.name, s.ok]), STEPS.map((s) => [s, true]))
+})
+
+test('passport verify --identity, repeated: a diverted call verifies link by link (its dest alone fails); neither or both of --jwt/--identity is a usage error', async () => {
+  // The call to `dest` was forwarded by the number it reached (`diverter`) to `forwardedTo`.
+  const diverter = await callerNumber({ service })
+  const forwardedTo = randomPhone()
+  const shaken = ok(await kns('passport', 'sign', '--orig', phone, '--dest', diverter.phone, '--key', state.privatePath, '--kid', state.keyId, '--json')).jwt as string
+  const div = signRaw({ alg: 'ES256', ppt: 'div', typ: 'passport', kid: diverter.signers[0]!.keyId },
+    { dest: { tn: [forwardedTo.slice(1)] }, div: { tn: diverter.phone.slice(1) }, iat: nowS(), orig: { tn: phone.slice(1) } }, diverter.signers[0]!.privateKey)
+  const args = ['passport', 'verify', '--orig', phone, '--dest', forwardedTo]
+  const alone = await kns(...args, '--identity', `${shaken};ppt=shaken`, '--json')
+  assert.equal(alone.code, 1)
+  assert.match((oneJson(alone) as { reason: string }).reason, /^DEST_MISMATCH: /)
+
+  const text = await kns(...args, '--identity', `${div};ppt=div`, '--identity', `${shaken};ppt=shaken`)
+  assert.equal(text.code, 0, text.stdout + text.stderr)
+  assert.match(text.stdout, /^ok {3}check_diversion_chain: /m)
+  assert.match(text.stdout, new RegExp(`^diverted from \\${diverter.phone} to \\${forwardedTo} \\(ledger\\)$`, 'm'))
+  assert.equal(text.stdout.trim().split('\n').at(-1), 'verified (ledger)')
+  const report = ok(await kns(...args, '--identity', `${shaken};ppt=shaken`, '--identity', `${div};ppt=div`, '--json')) as { success: boolean; div: unknown }
+  assert.equal(report.success, true)
+  assert.deepEqual(report.div, [{ from: diverter.phone, to: [forwardedTo], trust: 'ledger' }])
+
+  refused(await kns(...args, '--json'), 2, 'USAGE')
+  refused(await kns(...args, '--jwt', shaken, '--identity', `${shaken};ppt=shaken`, '--json'), 2, 'USAGE')
 })
 
 test('keystore revoke-key: stored revoked; passport verify then reports the failing step', async () => {
