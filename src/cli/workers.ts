@@ -11,6 +11,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../config.ts'
 import { ConfigError } from '../errors.ts'
+import { serveClusterMetrics } from '../lib/cluster-metrics.ts'
 
 /** Restarting a worker that keeps dying is slowed down to at most one a second... */
 const RESPAWN_MIN_MS = 1000
@@ -87,6 +88,7 @@ export function runPrimary(count: number, log: (line: Record<string, unknown>) =
     setTimeout(() => process.exit(1), STOP_GRACE_MS).unref()
     if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
   }
+  serveClusterMetrics()
   cluster.on('message', (worker: Worker, message: unknown) => {
     if ((message as { kns?: unknown } | null)?.kns === 'listening') log({ level: 'info', msg: 'worker listening', pid: worker.process.pid })
   })

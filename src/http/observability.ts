@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { OverloadedError } from '../errors.ts'
+import { clusterMetrics, ClusterMetricsUnavailable } from '../lib/cluster-metrics.ts'
 import { RedisRateLimiter } from '../lib/rate-limiter.ts'
 import { oldestPendingAgeMs } from '../events/webhooks/deliveries.ts'
 import { listSubscriptions } from '../events/webhooks/subscriptions.ts'
@@ -49,9 +51,21 @@ export function registerObservability(app: FastifyInstance, service: Service, so
       }
     })
 
+  // Under `kns serve --workers`, the machine's series (every worker's, added up), whichever
+  // worker is scraped: src/lib/cluster-metrics.ts.
+  const metrics = clusterMetrics(registry)
+  app.addHook('onClose', (_instance, done) => {
+    metrics.close()
+    done()
+  })
   app.get('/metrics', { schema: hidden }, async (_request, reply) => {
-    reply.type(registry.contentType)
-    return registry.metrics()
+    try {
+      const text = await metrics.render()
+      return reply.type(registry.contentType).send(text)
+    } catch (err) {
+      if (err instanceof ClusterMetricsUnavailable) throw new OverloadedError(`metrics: ${err.message}`, 5)
+      throw err
+    }
   })
 }
 
@@ -66,6 +80,7 @@ function watchRateLimiter(app: FastifyInstance, service: Service, registry: Regi
     name: 'kns_rate_limiter_fallback',
     help: '1 while the shared rate limiter (Redis) is unreachable and limits are enforced per process, else 0',
     registers: [registry],
+    aggregator: 'max',
     collect() { this.set(limiter?.fallback === true ? 1 : 0) },
   })
   const reported = { allowed: 0, limited: 0 }
@@ -131,6 +146,7 @@ function watchLedger(service: Service, registry: Registry): void {
     name: 'kns_ledger_unavailable',
     help: '1 while the latest request to the Sui GraphQL service failed (error, timeout or no connection), else 0',
     registers: [registry],
+    aggregator: 'max',
     collect() { this.set(health.reachable === false ? 1 : 0) },
   })
 }
@@ -167,6 +183,7 @@ function watchEvents(service: Service, registry: Registry): void {
     name: 'kns_webhook_oldest_pending_age_seconds',
     help: 'Age of the oldest webhook delivery not yet delivered nor given up (0 when none)',
     registers: [registry],
+    aggregator: 'max', // the database's, read alike by every worker
     async collect() {
       try {
         this.set((await oldestPendingAgeMs(service.db, Date.now())) / 1000)
@@ -178,6 +195,7 @@ function watchEvents(service: Service, registry: Registry): void {
     help: 'Per webhook subscription: 1 while its circuit breaker is open (paused after failed attempts in a row), else 0',
     labelNames: ['webhook'] as const,
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       try {
         const now = Date.now()
@@ -190,6 +208,7 @@ function watchEvents(service: Service, registry: Registry): void {
     name: 'kns_ledger_watch_lag_seconds',
     help: 'How far the ledger watcher is behind: time since it last read the ApprovalEvent feed to its end (-1 in a process that does not watch)',
     registers: [registry],
+    aggregator: 'max', // the watching worker's; the others say -1
     collect() { this.set(watcher.lagSeconds() ?? -1) },
   })
   countsOf(registry, 'kns_ledger_watch_events_total',

@@ -128,7 +128,7 @@ test('--workers 2 on PostgreSQL: two processes serve one port; a killed one is r
   for (const pid of now) assert.throws(() => process.kill(pid, 0), 'the workers are gone too')
 })
 
-test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept-alive connections are spread over both', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, async () => {
+test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept-alive connections are spread over both; /metrics adds up both', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only' }, async () => {
   const fresh = await freshDatabaseEnv()
   envs.push(fresh)
   const sipPort = await freePort()
@@ -149,10 +149,36 @@ test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept
   agent.destroy()
   assert.ok(spread[0]! + spread[1]! >= 32, `per worker: ${spread}`) // and startServer's own, kept alive
   assert.ok(Math.min(...spread) >= 4, `per worker: ${spread}`)
+  // /metrics, whichever worker is scraped (a new connection each time): both workers' series
+  // added up, so the 32 requests above count whole and a counter never goes back.
+  let before = 0
+  for (let scrape = 0; scrape < 6; scrape++) {
+    const text = await (await fetch(`${server.url}/metrics`, { headers: { connection: 'close' } })).text()
+    assert.match(text, /^kns_workers 2$/m)
+    assert.match(text, /^kns_workers_reporting 2$/m)
+    const served = Number(/^kns_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} (\d+)$/m.exec(text)?.[1])
+    assert.ok(served >= 32 && served >= before, `healthz count ${served} after ${before}`)
+    before = served
+    // A figure every worker reads alike is not added up: the watcher's lag is its own (the other says -1).
+    assert.ok(Number(/^kns_ledger_watch_lag_seconds (\S+)$/m.exec(text)?.[1]) >= -1, 'lag not summed')
+  }
   // SIP on the same port in both workers: every SBC address is answered.
   const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => sipOptions(sipPort, n)))
   assert.deepEqual(answers, Array(20).fill('SIP/2.0 200 OK'))
   assert.equal((server.stdout().match(/SIP redirect interface listening/g) ?? []).length, 2)
+  // A worker that does not answer (stopped) is left out of the sum after 2 s, and said to be:
+  // the scrape is not held hostage by it. (A connection hashed to the stopped one waits: tried again.)
+  process.kill(workers[1]!, 'SIGSTOP')
+  try {
+    let text = ''
+    for (let attempt = 0; attempt < 20 && text === ''; attempt++) {
+      text = await fetch(`${server.url}/metrics`, { headers: { connection: 'close' }, signal: AbortSignal.timeout(3500) }).then((r) => r.text(), () => '')
+    }
+    assert.match(text, /^kns_workers 2$/m)
+    assert.match(text, /^kns_workers_reporting 1$/m)
+  } finally {
+    process.kill(workers[1]!, 'SIGCONT')
+  }
   assert.equal((await server.stop(20_000)).code, 0)
 })
 
