@@ -8,9 +8,12 @@ import type { SipRequest } from './message.ts'
  *
  * One clock for all of them (a tick every TICK_MS, only while a transaction waits) instead of
  * timers per INVITE: at thousands of INVITEs a second, three timers each (100 Trying, G, H)
- * were garbage the collector paid for in the latency tail. Timer G and the 100 Trying fire
- * within TICK_MS of their time, which RFC 3261's T1 (an estimate of the round trip) allows. Bounded: at most
- * MAX_ENTRIES transactions are remembered (the oldest forgotten first).
+ * were garbage the collector paid for in the latency tail. Each transaction waits in the set of
+ * the tick its next duty falls on (100 Trying, a retransmission, forgetting it), so a tick
+ * visits only what is due: INVITEs an SBC never ACKs cost nothing until their time (a scan of
+ * them all, every tick, cost up to MAX_ENTRIES visits 20 times a second). Timer G and the 100
+ * Trying fire within TICK_MS of their time, which RFC 3261's T1 (an estimate of the round trip)
+ * allows. Bounded: at most MAX_ENTRIES transactions are remembered (the oldest forgotten first).
  */
 const T1_MS = 500
 const T2_MS = 4000
@@ -31,6 +34,7 @@ export interface Tracked {
 }
 
 class Entry implements Tracked {
+  readonly key: string
   readonly request: SipRequest
   readonly source: { address: string; port: number }
   readonly size: number
@@ -44,11 +48,15 @@ class Entry implements Tracked {
   readonly tryingAt: number
   /** Sends 100 Trying; cleared once sent or answered. */
   trying: (() => void) | undefined
+  /** The clock tick whose set holds it (-1: none); true once forgotten. */
+  tick = -1
+  gone = false
   readonly #owner: InviteTransactions
 
-  constructor(owner: InviteTransactions, request: SipRequest, source: { address: string; port: number }, size: number,
+  constructor(owner: InviteTransactions, key: string, request: SipRequest, source: { address: string; port: number }, size: number,
     reply: (bytes: Buffer) => void, retransmit: boolean, now: number, trying: () => void) {
     this.#owner = owner
+    this.key = key
     this.request = { ...request, body: EMPTY }
     this.source = source
     this.size = size
@@ -60,6 +68,11 @@ class Entry implements Tracked {
     this.forgetAt = now + TIMER_H_MS
   }
 
+  /** When it next has something to do. */
+  dueAt(): number {
+    return Math.min(this.forgetAt, this.trying === undefined ? Infinity : this.tryingAt, this.final !== undefined && this.retransmit ? this.nextAt : Infinity)
+  }
+
   finish(bytes: Buffer): boolean {
     if (this.final !== undefined) return false
     this.final = bytes
@@ -68,7 +81,7 @@ class Entry implements Tracked {
     const now = Date.now()
     this.forgetAt = now + (this.retransmit ? TIMER_H_MS : T1_MS * 64)
     if (this.retransmit) this.nextAt = now + T1_MS
-    this.#owner.wake()
+    if (!this.gone) this.#owner.schedule(this)
     return true
   }
 }
@@ -77,8 +90,15 @@ const EMPTY = Buffer.alloc(0)
 
 export class InviteTransactions {
   readonly #entries = new Map<string, Entry>()
+  /**
+   * The transactions by the clock tick (Date.now() / TICK_MS, rounded down) of their next duty;
+   * one visited before its time (its duty later in that tick) waits for the next.
+   */
+  readonly #due = new Map<number, Set<Entry>>()
+  /** The last tick done; a transaction is never put in it or before it. */
+  #doneTick = 0
   #bytes = 0
-  #tick: NodeJS.Timeout | undefined
+  #clock: NodeJS.Timeout | undefined
 
   get size(): number {
     return this.#entries.size
@@ -99,11 +119,11 @@ export class InviteTransactions {
   begin(key: string, request: SipRequest, source: { address: string; port: number }, size: number,
     reply: (bytes: Buffer) => void, retransmit: boolean, trying: () => void): Tracked {
     while (this.#entries.size > 0 && (this.#entries.size >= MAX_ENTRIES || this.#bytes + size > MAX_BYTES)) this.#forget(this.#entries.keys().next().value!)
-    const entry = new Entry(this, request, source, size, reply, retransmit, Date.now(), trying)
+    const entry = new Entry(this, key, request, source, size, reply, retransmit, Date.now(), trying)
     this.#forget(key)
     this.#entries.set(key, entry)
     this.#bytes += size
-    this.wake()
+    this.schedule(entry)
     return entry
   }
 
@@ -116,57 +136,90 @@ export class InviteTransactions {
     this.#forget(key)
   }
 
-  #forget(key: string): void {
-    const entry = this.#entries.get(key)
-    if (entry === undefined) return
-    this.#entries.delete(key)
-    this.#bytes -= entry.size
-  }
-
   /** A CANCEL: the INVITE still without a final response, if any (the caller answers it 487). */
   cancel(key: string): Tracked | undefined {
     const entry = this.#entries.get(key)
     return entry !== undefined && entry.final === undefined ? entry : undefined
   }
 
-  /** The clock runs while anything waits. */
-  wake(): void {
-    this.#tick ??= setInterval(() => this.#onTick(), TICK_MS).unref()
+  /** Puts a transaction in the set of the tick of its next duty (out of the one it was in). */
+  schedule(entry: Entry): void {
+    if (this.#clock === undefined) {
+      this.#doneTick = Math.floor(Date.now() / TICK_MS)
+      this.#clock = setInterval(() => this.#onTick(), TICK_MS).unref()
+    }
+    const tick = Math.max(Math.floor(entry.dueAt() / TICK_MS), this.#doneTick + 1)
+    if (tick === entry.tick) return
+    this.#unschedule(entry)
+    entry.tick = tick
+    const set = this.#due.get(tick)
+    if (set === undefined) this.#due.set(tick, new Set([entry]))
+    else set.add(entry)
+  }
+
+  #unschedule(entry: Entry): void {
+    const set = this.#due.get(entry.tick)
+    if (set !== undefined && set.delete(entry) && set.size === 0) this.#due.delete(entry.tick)
+    entry.tick = -1
+  }
+
+  #forget(key: string): void {
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return
+    this.#entries.delete(key)
+    this.#bytes -= entry.size
+    entry.gone = true
+    this.#unschedule(entry)
   }
 
   #onTick(): void {
     const now = Date.now()
-    for (const [key, entry] of this.#entries) {
-      if (now >= entry.forgetAt) {
-        this.#forget(key)
-        continue
-      }
-      try {
-        if (entry.trying !== undefined && now >= entry.tryingAt) {
-          const trying = entry.trying
-          entry.trying = undefined
-          trying()
-        }
-        if (entry.final !== undefined && now >= entry.nextAt) {
-          entry.interval = Math.min(entry.interval * 2, T2_MS)
-          entry.nextAt = now + entry.interval
-          entry.reply(entry.final)
-        }
-      } catch {
-        // One peer's failed send must not stop the clock of the others (nor the process).
-        this.#forget(key)
+    const current = Math.floor(now / TICK_MS)
+    // Every tick since the last one done (more than one after the event loop was held up).
+    for (let tick = this.#doneTick + 1; tick <= current; tick++) {
+      this.#doneTick = tick
+      const set = this.#due.get(tick)
+      if (set === undefined) continue
+      this.#due.delete(tick)
+      for (const entry of set) {
+        entry.tick = -1
+        this.#duty(entry, now)
       }
     }
-    if (this.#entries.size === 0) {
-      clearInterval(this.#tick)
-      this.#tick = undefined
+    if (this.#entries.size === 0) this.#stop()
+  }
+
+  /** What is due for one transaction: forgetting it, its 100 Trying, its final response again. */
+  #duty(entry: Entry, now: number): void {
+    if (now >= entry.forgetAt) return this.#forget(entry.key)
+    try {
+      if (entry.trying !== undefined && now >= entry.tryingAt) {
+        const trying = entry.trying
+        entry.trying = undefined
+        trying()
+      }
+      if (entry.final !== undefined && entry.retransmit && now >= entry.nextAt) {
+        entry.interval = Math.min(entry.interval * 2, T2_MS)
+        entry.nextAt = now + entry.interval
+        entry.reply(entry.final)
+      }
+    } catch {
+      // One peer's failed send must not stop the clock of the others (nor the process).
+      return this.#forget(entry.key)
     }
+    if (!entry.gone) this.schedule(entry)
+  }
+
+  #stop(): void {
+    clearInterval(this.#clock)
+    this.#clock = undefined
   }
 
   clear(): void {
+    for (const entry of this.#entries.values()) entry.gone = true
     this.#entries.clear()
+    this.#due.clear()
     this.#bytes = 0
-    clearInterval(this.#tick)
-    this.#tick = undefined
+    this.#stop()
   }
 }
