@@ -32,7 +32,10 @@
  * the p99 rule is relative, and a server seconds behind all along would pass it.
  * Note that the server needs more CPU per request paced than at the closed-loop peak (less to
  * coalesce), so 0.8 × the peak rate is nearer its capacity than 0.8: both are printed.
- * Exit code 0 when every engine ran without errors; 1 when one could not run or saw errors.
+ * Exit code 0 when every engine ran without errors other than 503s (the admission's answer on
+ * a machine too busy for the load: counted in the verdict's "no errors", not in the exit code,
+ * so CI's small run on a shared machine does not fail on the machine); 1 when one could not
+ * run or saw any other error.
  *
  * Environment:
  *   BENCH_SOAK_MINUTES   minutes of the soak (default 10; `--minutes N` wins)
@@ -131,17 +134,19 @@ async function startDriver(port: number, soakSeed: SoakSeed): Promise<Driver> {
 const answered = (w: WindowStats) => w.kinds.reduce((n, k) => n + k.answered, 0)
 
 /** Everything that was not a clean 2xx with the expected body, as text ('' when none). */
-function problemsOf(kinds: KindStats[], names: readonly string[]): { count: number; text: string } {
+function problemsOf(kinds: KindStats[], names: readonly string[]): { count: number; shed: number; text: string } {
   const parts: string[] = []
   let count = 0
+  let shed = 0
   kinds.forEach((k, i) => {
     const statuses = Object.entries(k.statuses).map(([code, n]) => `${code}x${n}`)
     const other = [[k.badBodies, 'bad bodies'], [k.socketErrors, 'socket errors'], [k.timeouts, 'timeouts']] as const
     const found = [...statuses, ...other.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`)]
     count += Object.values(k.statuses).reduce((a, b) => a + b, 0) + k.badBodies + k.socketErrors + k.timeouts
+    shed += k.statuses[503] ?? 0
     if (found.length > 0) parts.push(`${names[i]}: ${found.join(' ')}`)
   })
-  return { count, text: parts.join('; ') }
+  return { count, shed, text: parts.join('; ') }
 }
 
 const p = (histograms: Uint32Array[], q: number) => histogramPercentile(histograms, q)
@@ -154,6 +159,8 @@ interface Minute {
   stats: WindowStats
   requests: number
   errors: number
+  /** Of the errors, 503s (shed by the admission control). */
+  shed: number
   errorText: string
   p50: number | null
   p99: number | null
@@ -175,10 +182,10 @@ const SHORT = MIX.map(({ name }) => name.replace(/^(GET|POST) \/(numsys|api\/v1\
 
 function minuteOf(index: number, stats: WindowStats, rss: number, vitals: { heapUsed: number; loopDelayMaxMs: number }, cpu: ReturnType<typeof cpuDelta>): Minute {
   const hs = stats.kinds.map((k) => k.histogram)
-  const { count, text } = problemsOf(stats.kinds, SHORT)
+  const { count, shed, text } = problemsOf(stats.kinds, SHORT)
   const byP99 = stats.kinds.map((k, i) => ({ i, p99: p([k.histogram], 99) ?? 0 })).sort((a, b) => b.p99 - a.p99)[0]!
   return {
-    index, stats, requests: answered(stats), errors: count, errorText: text, p50: p(hs, 50), p99: p(hs, 99), max: p(hs, 100),
+    index, stats, requests: answered(stats), errors: count, shed, errorText: text, p50: p(hs, 50), p99: p(hs, 99), max: p(hs, 100),
     slowest: `${SHORT[byP99.i]} ${ms(byP99.p99)}`, rss, ...vitals, serverCpuUs: cpu.serverUs, postgresCpuUs: cpu.postgresUs,
     otherCpuUs: Math.max(0, cpu.machineUs - cpu.serverUs - stats.driverCpuUs - cpu.postgresUs),
     cpuPressure: cpu.pressureUs === null ? null : cpu.pressureUs / (stats.seconds * 1e6),
@@ -205,7 +212,7 @@ interface EngineRun {
   rate: number
   minutes: Minute[]
   /** Errors in the warm-up and the peak. */
-  setupErrors: { count: number; text: string }
+  setupErrors: { count: number; shed: number; text: string }
 }
 
 /** `kns seed --demo` into the engine's database: the public statistics then have something to answer. */
@@ -365,8 +372,8 @@ async function main(): Promise<number> {
     `answered (over ${PACED_SOCKETS} connections). Load average at the end ` +
     `${loadavg().map((l) => l.toFixed(1)).join(' ')}.`)
   for (const note of notes) console.log(`Note: ${note}`)
-  const sawErrors = runs.some((r) => r.setupErrors.count > 0 || r.minutes.some((m) => m.errors > 0))
-  return failed || sawErrors || runs.length === 0 ? 1 : 0
+  const broken = runs.some((r) => r.setupErrors.count > r.setupErrors.shed || r.minutes.some((m) => m.errors > m.shed))
+  return failed || broken || runs.length === 0 ? 1 : 0
 }
 
 try {
