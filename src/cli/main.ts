@@ -17,7 +17,7 @@ import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
 import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './shaken-commands.ts'
 import { oidcCommand, OIDC_OPTIONS, OIDC_USAGE } from './oidc-commands.ts'
-import { checkWorkers, isWorker, runPrimary, workerCount } from './workers.ts'
+import { checkPortsFree, checkWorkers, isWorker, runPrimary, workerCount } from './workers.ts'
 import { phoneLoginCommand, PHONE_LOGIN_OPTIONS, PHONE_LOGIN_USAGE } from './phone-login-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
@@ -164,6 +164,7 @@ export async function main(argv: string[]): Promise<number> {
       const workers = workerCount(args.values.workers as string | undefined)
       checkWorkers(workers, config)
       if (workers > 1) {
+        await checkPortsFree(config)
         // Once, before the workers: migrations, and what the first start pins (so N workers
         // do not race to pin it); then the workers, each a whole server.
         await (await openService(config, { role: 'server', pinSecret: true })).close()

@@ -8,6 +8,8 @@
  * PostgreSQL only: SQLite has one writer, and its processes would queue behind each other.
  */
 import cluster, { type Worker } from 'node:cluster'
+import { createSocket } from 'node:dgram'
+import { createServer, isIPv6 } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../config.ts'
 import { ConfigError } from '../errors.ts'
@@ -36,6 +38,40 @@ export function checkWorkers(count: number, config: Pick<Config, 'databaseUrl'>)
 }
 
 export const isWorker = (): boolean => cluster.isWorker
+
+/**
+ * Before the workers bind with SO_REUSEPORT: their ports must be free. Sockets with
+ * SO_REUSEPORT share a port with any other of the same user that asks alike, so a second
+ * `kns serve --workers` (another version, another database) would silently take half the
+ * traffic; a plain bind here fails on a port anyone holds, and the start stops saying so.
+ */
+export async function checkPortsFree(config: Pick<Config, 'host' | 'port' | 'sip'>): Promise<void> {
+  const probes: Array<{ what: string; host: string; port: number; udp: boolean }> = []
+  if (config.port !== 0) probes.push({ what: 'PORT', host: config.host, port: config.port, udp: false })
+  if (config.sip !== null && config.sip.port !== 0) {
+    probes.push({ what: 'SIP_LISTEN (TCP)', host: config.sip.host, port: config.sip.port, udp: false })
+    probes.push({ what: 'SIP_LISTEN (UDP)', host: config.sip.host, port: config.sip.port, udp: true })
+  }
+  for (const probe of probes) {
+    try {
+      await new Promise<void>((resolve, reject) => {
+        if (probe.udp) {
+          const socket = createSocket(isIPv6(probe.host) ? 'udp6' : 'udp4')
+          socket.once('error', reject)
+          socket.bind(probe.port, probe.host, () => socket.close(() => resolve()))
+        } else {
+          const server = createServer()
+          server.once('error', reject)
+          server.listen({ port: probe.port, host: probe.host, exclusive: true }, () => server.close(() => resolve()))
+        }
+      })
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      throw new ConfigError(`${probe.what}: ${probe.host}:${probe.port} is ${code === 'EADDRINUSE' ? 'in use (another kns serve?)' : `not available (${code ?? (err as Error).message})`}; ` +
+        'the workers share a port only among themselves')
+    }
+  }
+}
 
 /**
  * Whether this process binds sockets of its own with SO_REUSEPORT on `port`: a worker does,

@@ -166,6 +166,13 @@ test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept
   const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => sipOptions(sipPort, n)))
   assert.deepEqual(answers, Array(20).fill('SIP/2.0 200 OK'))
   assert.equal((server.stdout().match(/SIP redirect interface listening/g) ?? []).length, 2)
+  // A second pool on the same port would share it by SO_REUSEPORT and take half the traffic:
+  // refused at its start, naming the port. (Its SIP port too, with the HTTP one free.)
+  const second = await runKns(['serve', '--workers', '2'], { ...fresh.env, HOST: '127.0.0.1', PORT: String(server.port) })
+  assert.equal(second.code, 1, second.stderr)
+  assert.match(second.stderr, new RegExp(`PORT: 127\\.0\\.0\\.1:${server.port} is in use \\(another kns serve\\?\\)`))
+  const secondSip = await runKns(['serve', '--workers', '2'], { ...fresh.env, HOST: '127.0.0.1', PORT: String(await freePort()), SIP_LISTEN: `127.0.0.1:${sipPort}`, SIP_TRUSTED_SOURCES: '127.0.0.1' })
+  assert.match(secondSip.stderr, new RegExp(`SIP_LISTEN \\(TCP\\): 127\\.0\\.0\\.1:${sipPort} is in use`))
   // A worker that does not answer (stopped) is left out of the sum after 2 s, and said to be:
   // the scrape is not held hostage by it. (A connection hashed to the stopped one waits: tried again.)
   process.kill(workers[1]!, 'SIGSTOP')
