@@ -33,6 +33,8 @@ export interface KindStats {
   answered: number
   /** Non-2xx answers by status code. */
   statuses: Record<string, number>
+  /** Of the 503s, those the admission control shed (code OVERLOADED): the machine too busy. */
+  shed: number
   /** 2xx answers whose body was not what the endpoint should answer. */
   badBodies: number
   socketErrors: number
@@ -75,7 +77,7 @@ export function histogramPercentile(histograms: Uint32Array[], p: number): numbe
   return bucketMs(BUCKETS - 1)
 }
 
-const emptyKind = (): KindStats => ({ answered: 0, statuses: {}, badBodies: 0, socketErrors: 0, timeouts: 0, histogram: new Uint32Array(BUCKETS) })
+const emptyKind = (): KindStats => ({ answered: 0, statuses: {}, shed: 0, badBodies: 0, socketErrors: 0, timeouts: 0, histogram: new Uint32Array(BUCKETS) })
 
 interface Pending { kind: number; request: Buffer; sentAt: number }
 
@@ -216,7 +218,10 @@ class Load {
     if (outcome === 'timeout') { k.timeouts++; return }
     k.answered++
     k.histogram[bucketOf(outcome.latency)]!++
-    if (outcome.status < 200 || outcome.status > 299) k.statuses[outcome.status] = (k.statuses[outcome.status] ?? 0) + 1
+    if (outcome.status < 200 || outcome.status > 299) {
+      k.statuses[outcome.status] = (k.statuses[outcome.status] ?? 0) + 1
+      if (outcome.status === 503 && outcome.body.includes('"code":"OVERLOADED"')) k.shed++
+    }
     else if (!this.endpoints[kind]!.ok(outcome.body)) k.badBodies++
   }
 

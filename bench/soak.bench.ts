@@ -32,10 +32,11 @@
  * the p99 rule is relative, and a server seconds behind all along would pass it.
  * Note that the server needs more CPU per request paced than at the closed-loop peak (less to
  * coalesce), so 0.8 × the peak rate is nearer its capacity than 0.8: both are printed.
- * Exit code 0 when every engine ran without errors other than 503s (the admission's answer on
- * a machine too busy for the load: counted in the verdict's "no errors", not in the exit code,
- * so CI's small run on a shared machine does not fail on the machine); 1 when one could not
- * run or saw any other error.
+ * Exit code 0 when every engine ran without errors other than requests shed (503 OVERLOADED,
+ * the admission's answer on a machine too busy for the load), and those under SHED_TOLERATED of
+ * the requests: counted in the verdict's "no errors", not in the exit code, so CI's small run on
+ * a shared machine does not fail on the machine; 1 when one could not run, saw any other error
+ * (another 503 included: DATABASE_UNAVAILABLE is what a leaking pool looks like), or shed more.
  *
  * Environment:
  *   BENCH_SOAK_MINUTES   minutes of the soak (default 10; `--minutes N` wins)
@@ -80,6 +81,8 @@ const ENGINES = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map(
 const CALLER_SIZES = { numbers: Math.round(envNumber('BENCH_CALLER_NUMBERS', 10_000, 1)), keystores: 20 }
 /** Approvals to verify and to cancel: separate sets, since a cancelled approval cannot be approved. */
 const DECISIONS = 1000
+/** The share of requests the admission may shed (503 OVERLOADED) before the exit code says so. */
+const SHED_TOLERATED = 0.05
 const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 2 * DECISIONS }
 /**
  * Connections of the soak: many, as from many clients. With 64, a stall of one kind of request
@@ -143,7 +146,7 @@ function problemsOf(kinds: KindStats[], names: readonly string[]): { count: numb
     const other = [[k.badBodies, 'bad bodies'], [k.socketErrors, 'socket errors'], [k.timeouts, 'timeouts']] as const
     const found = [...statuses, ...other.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`)]
     count += Object.values(k.statuses).reduce((a, b) => a + b, 0) + k.badBodies + k.socketErrors + k.timeouts
-    shed += k.statuses[503] ?? 0
+    shed += k.shed
     if (found.length > 0) parts.push(`${names[i]}: ${found.join(' ')}`)
   })
   return { count, shed, text: parts.join('; ') }
@@ -159,7 +162,7 @@ interface Minute {
   stats: WindowStats
   requests: number
   errors: number
-  /** Of the errors, 503s (shed by the admission control). */
+  /** Of the errors, 503 OVERLOADED (shed by the admission control). */
   shed: number
   errorText: string
   p50: number | null
@@ -372,7 +375,11 @@ async function main(): Promise<number> {
     `answered (over ${PACED_SOCKETS} connections). Load average at the end ` +
     `${loadavg().map((l) => l.toFixed(1)).join(' ')}.`)
   for (const note of notes) console.log(`Note: ${note}`)
-  const broken = runs.some((r) => r.setupErrors.count > r.setupErrors.shed || r.minutes.some((m) => m.errors > m.shed))
+  const broken = runs.some((r) => {
+    const requests = r.minutes.reduce((n, m) => n + m.requests, 0)
+    const shed = r.setupErrors.shed + r.minutes.reduce((n, m) => n + m.shed, 0)
+    return r.setupErrors.count > r.setupErrors.shed || r.minutes.some((m) => m.errors > m.shed) || shed > SHED_TOLERATED * requests
+  })
   return failed || broken || runs.length === 0 ? 1 : 0
 }
 

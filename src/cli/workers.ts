@@ -87,7 +87,7 @@ export const ownSockets = (port: number): boolean => cluster.isWorker && port !=
 
 /** A worker tells the primary it serves (a listener of its own is not seen by node:cluster). */
 export function announceListening(): void {
-  if (cluster.isWorker) process.send?.({ kns: 'listening' })
+  if (cluster.isWorker && process.connected) process.send!({ kns: 'listening' }, undefined, undefined, () => {})
 }
 
 /**
@@ -102,11 +102,16 @@ export function runPrimary(count: number, log: (line: Record<string, unknown>) =
   cluster.schedulingPolicy = cluster.SCHED_NONE
   let stopping = false
   const started = new Map<number, number>()
+  /** The workers that have said they serve. */
+  const serving = new Set<number>()
   const fork = () => {
     const worker = cluster.fork({ KNS_WORKER: '1' })
+    // A message to a worker that has just died fails with an 'error' event: not the pool's end.
+    worker.on('error', () => {})
     started.set(worker.id, Date.now())
   }
   cluster.on('exit', (worker: Worker, code, signal) => {
+    serving.delete(worker.id)
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
       return
@@ -124,9 +129,11 @@ export function runPrimary(count: number, log: (line: Record<string, unknown>) =
     setTimeout(() => process.exit(1), STOP_GRACE_MS).unref()
     if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
   }
-  serveClusterMetrics()
+  serveClusterMetrics(serving)
   cluster.on('message', (worker: Worker, message: unknown) => {
-    if ((message as { kns?: unknown } | null)?.kns === 'listening') log({ level: 'info', msg: 'worker listening', pid: worker.process.pid })
+    if ((message as { kns?: unknown } | null)?.kns !== 'listening') return
+    serving.add(worker.id)
+    log({ level: 'info', msg: 'worker listening', pid: worker.process.pid })
   })
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))

@@ -78,7 +78,7 @@ class Entry implements Tracked {
     this.final = bytes
     this.trying = undefined
     this.reply(bytes)
-    const now = Date.now()
+    const now = this.#owner.now()
     this.forgetAt = now + (this.retransmit ? TIMER_H_MS : T1_MS * 64)
     if (this.retransmit) this.nextAt = now + T1_MS
     if (!this.gone) this.#owner.schedule(this)
@@ -89,9 +89,11 @@ class Entry implements Tracked {
 const EMPTY = Buffer.alloc(0)
 
 export class InviteTransactions {
+  /** Milliseconds on a monotonic clock: a step of the wall clock must not stop the timers. */
+  readonly now: () => number
   readonly #entries = new Map<string, Entry>()
   /**
-   * The transactions by the clock tick (Date.now() / TICK_MS, rounded down) of their next duty;
+   * The transactions by the clock tick (now() / TICK_MS, rounded down) of their next duty;
    * one visited before its time (its duty later in that tick) waits for the next.
    */
   readonly #due = new Map<number, Set<Entry>>()
@@ -99,6 +101,10 @@ export class InviteTransactions {
   #doneTick = 0
   #bytes = 0
   #clock: NodeJS.Timeout | undefined
+
+  constructor(now: () => number = () => performance.now()) {
+    this.now = now
+  }
 
   get size(): number {
     return this.#entries.size
@@ -119,7 +125,7 @@ export class InviteTransactions {
   begin(key: string, request: SipRequest, source: { address: string; port: number }, size: number,
     reply: (bytes: Buffer) => void, retransmit: boolean, trying: () => void): Tracked {
     while (this.#entries.size > 0 && (this.#entries.size >= MAX_ENTRIES || this.#bytes + size > MAX_BYTES)) this.#forget(this.#entries.keys().next().value!)
-    const entry = new Entry(this, key, request, source, size, reply, retransmit, Date.now(), trying)
+    const entry = new Entry(this, key, request, source, size, reply, retransmit, this.now(), trying)
     this.#forget(key)
     this.#entries.set(key, entry)
     this.#bytes += size
@@ -145,7 +151,7 @@ export class InviteTransactions {
   /** Puts a transaction in the set of the tick of its next duty (out of the one it was in). */
   schedule(entry: Entry): void {
     if (this.#clock === undefined) {
-      this.#doneTick = Math.floor(Date.now() / TICK_MS)
+      this.#doneTick = Math.floor(this.now() / TICK_MS)
       this.#clock = setInterval(() => this.#onTick(), TICK_MS).unref()
     }
     const tick = Math.max(Math.floor(entry.dueAt() / TICK_MS), this.#doneTick + 1)
@@ -163,6 +169,11 @@ export class InviteTransactions {
     entry.tick = -1
   }
 
+  /** This transaction, not a newer one under its key. */
+  #forgetEntry(entry: Entry): void {
+    if (this.#entries.get(entry.key) === entry) this.#forget(entry.key)
+  }
+
   #forget(key: string): void {
     const entry = this.#entries.get(key)
     if (entry === undefined) return
@@ -173,25 +184,32 @@ export class InviteTransactions {
   }
 
   #onTick(): void {
-    const now = Date.now()
+    const now = this.now()
     const current = Math.floor(now / TICK_MS)
-    // Every tick since the last one done (more than one after the event loop was held up).
-    for (let tick = this.#doneTick + 1; tick <= current; tick++) {
+    // Every tick since the last one done (more than one after the event loop was held up; after
+    // a long hold, only the ticks that hold something).
+    const ticks = current - this.#doneTick <= this.#due.size
+      ? Array.from({ length: Math.max(0, current - this.#doneTick) }, (_, i) => this.#doneTick + 1 + i)
+      : [...this.#due.keys()].filter((tick) => tick <= current).sort((a, b) => a - b)
+    for (const tick of ticks) {
       this.#doneTick = tick
       const set = this.#due.get(tick)
       if (set === undefined) continue
       this.#due.delete(tick)
       for (const entry of set) {
+        // One forgotten by an earlier duty in this tick (none does today; cheap to be sure).
+        if (entry.gone) continue
         entry.tick = -1
         this.#duty(entry, now)
       }
     }
+    this.#doneTick = Math.max(this.#doneTick, current)
     if (this.#entries.size === 0) this.#stop()
   }
 
   /** What is due for one transaction: forgetting it, its 100 Trying, its final response again. */
   #duty(entry: Entry, now: number): void {
-    if (now >= entry.forgetAt) return this.#forget(entry.key)
+    if (now >= entry.forgetAt) return this.#forgetEntry(entry)
     try {
       if (entry.trying !== undefined && now >= entry.tryingAt) {
         const trying = entry.trying
@@ -205,7 +223,7 @@ export class InviteTransactions {
       }
     } catch {
       // One peer's failed send must not stop the clock of the others (nor the process).
-      return this.#forget(entry.key)
+      return this.#forgetEntry(entry)
     }
     if (!entry.gone) this.schedule(entry)
   }

@@ -159,8 +159,10 @@ test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept
     const served = Number(/^kns_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} (\d+)$/m.exec(text)?.[1])
     assert.ok(served >= 32 && served >= before, `healthz count ${served} after ${before}`)
     before = served
-    // A figure every worker reads alike is not added up: the watcher's lag is its own (the other says -1).
-    assert.ok(Number(/^kns_ledger_watch_lag_seconds (\S+)$/m.exec(text)?.[1]) >= -1, 'lag not summed')
+    // A figure every worker reads alike is not added up: the watcher's lag is its own (a second
+    // or less here), not that minus the other's -1.
+    const lag = Number(/^kns_ledger_watch_lag_seconds (\S+)$/m.exec(text)?.[1])
+    assert.ok(lag === -1 || lag >= 0, `lag ${lag}: summed?`)
   }
   // SIP on the same port in both workers: every SBC address is answered.
   const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => sipOptions(sipPort, n)))

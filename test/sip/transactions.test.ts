@@ -32,7 +32,7 @@ interface Seen { trying: number[]; finals: number[]; forgottenBy: number | null 
 
 /** Runs the plans on the mocked clock in STEP ms steps; what each transaction sent, and when. */
 function run(plans: Plan[], until: number): Seen[] {
-  const transactions = new InviteTransactions()
+  const transactions = new InviteTransactions(() => Date.now()) // the mocked clock
   const seen: Seen[] = plans.map(() => ({ trying: [], finals: [], forgottenBy: null }))
   const tracked = new Map<number, ReturnType<InviteTransactions['begin']>>()
   for (let now = 0; now <= until; now += STEP) {
