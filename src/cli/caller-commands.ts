@@ -96,16 +96,18 @@ export async function registryCommand(service: Service, sub: string | undefined,
 }
 
 /** A PASSporT (SHAKEN profile) signed with ES256 in the JOSE r||s form. */
-export function signPassport(input: { orig: string; dest: string; privateKeyPem: string; kid?: string; attest?: string; origid?: string; iat?: number }): string {
-  const header: Record<string, unknown> = { alg: 'ES256', typ: 'passport', ppt: 'shaken' }
+/**
+ * A PASSporT signed with a local key: `ppt: shaken` for the caller's provider, or with `div`
+ * (the number the call was diverted from) a `ppt: div` PASSporT for a diverting provider
+ * (RFC 8946: orig kept, dest the new destination, no attest nor origid).
+ */
+export function signPassport(input: { orig: string; dest: string; privateKeyPem: string; kid?: string; attest?: string; origid?: string; iat?: number; div?: string }): string {
+  const header: Record<string, unknown> = { alg: 'ES256', typ: 'passport', ppt: input.div === undefined ? 'shaken' : 'div' }
   if (input.kid !== undefined) header.kid = input.kid
-  const payload = {
-    attest: input.attest ?? 'A',
-    dest: { tn: [input.dest] },
-    iat: input.iat ?? Math.floor(Date.now() / 1000),
-    orig: { tn: input.orig },
-    origid: input.origid ?? crypto.randomUUID(),
-  }
+  const iat = input.iat ?? Math.floor(Date.now() / 1000)
+  const payload = input.div === undefined
+    ? { attest: input.attest ?? 'A', dest: { tn: [input.dest] }, iat, orig: { tn: input.orig }, origid: input.origid ?? crypto.randomUUID() }
+    : { dest: { tn: [input.dest] }, div: { tn: input.div }, iat, orig: { tn: input.orig } }
   const signingInput = `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`
   const signature = sign('sha256', Buffer.from(signingInput), { key: input.privateKeyPem, dsaEncoding: 'ieee-p1363' })
   return `${signingInput}.${signature.toString('base64url')}`
@@ -122,8 +124,13 @@ export async function passportCommand(service: Service | null, sub: string | und
     if (attest !== undefined && !['A', 'B', 'C'].includes(attest)) throw new UsageError('--attest must be A, B or C')
     const kid = optional(values, 'kid')
     const origid = optional(values, 'origid')
+    const divRaw = optional(values, 'div')
+    if (divRaw !== undefined && (attest !== undefined || origid !== undefined)) {
+      throw new UsageError('--attest and --origid belong to a shaken PASSporT; a div PASSporT (--div) carries neither')
+    }
     const jwt = signPassport({
       orig, dest, privateKeyPem: readTextFile(required(values, 'key')),
+      ...(divRaw === undefined ? {} : { div: e164Value(divRaw, '--div') }),
       ...(kid === undefined ? {} : { kid }), ...(attest === undefined ? {} : { attest }),
       ...(origid === undefined ? {} : { origid }), ...(iatRaw === undefined ? {} : { iat: Number(iatRaw) }),
     })

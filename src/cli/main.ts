@@ -47,6 +47,8 @@ ${API_KEY_USAGE}
   registry link (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   registry unlink (--object-id <token> | --phone <+E164>) --keystore <keystoreId>
   passport sign --orig <tn> --dest <tn> --key <private.pem> [--kid <id>] [--attest A] [--origid <id>] [--iat <s>]
+  passport sign --orig <tn> --dest <tn> --div <tn> --key <private.pem> [--kid <id>] [--iat <s>]
+                                                          a div PASSporT: the call to --div diverted to --dest
   passport verify --orig <tn> --dest <tn> (--jwt <jwt> | --identity <header> [--identity <header>...])
                                                           the verification pipeline step by step, as
                                                           call-signature-verification runs it (a diverted
@@ -92,7 +94,7 @@ const OPTIONS = {
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
   'key-id': { type: 'string' }, keystore: { type: 'string' }, out: { type: 'string' }, orig: { type: 'string' },
   dest: { type: 'string' }, key: { type: 'string' }, kid: { type: 'string' }, attest: { type: 'string' },
-  origid: { type: 'string' }, iat: { type: 'string' }, jwt: { type: 'string' }, identity: { type: 'string', multiple: true },
+  origid: { type: 'string' }, iat: { type: 'string' }, jwt: { type: 'string' }, identity: { type: 'string', multiple: true }, div: { type: 'string' },
   ref: { type: 'string' }, scheme: { type: 'string' }, 'secret-key': { type: 'string' }, 'secret-key-file': { type: 'string' },
 } as const
 

@@ -14,7 +14,7 @@ import { linkNumber } from '../../src/identity/numbers.ts'
 import { openService, type Service } from '../../src/service.ts'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { killAll, oneJson, runKns, type RunResult } from '../support/process.ts'
-import { callerNumber, conventionalKeyId, localLedger, newSigner, nowS, randomObjectId, randomPhone, signRaw, STEPS } from '../support/caller.ts'
+import { callerNumber, conventionalKeyId, localLedger, newSigner, nowS, randomObjectId, randomPhone, STEPS } from '../support/caller.ts'
 
 let fresh: TestEnv
 let service: Service
@@ -181,13 +181,20 @@ test('passport verify prints the step report (text), and { success, steps } with
   assert.deepEqual(report.steps.map((s) => [s.name, s.ok]), STEPS.map((s) => [s, true]))
 })
 
-test('passport verify --identity, repeated: a diverted call verifies link by link (its dest alone fails); neither or both of --jwt/--identity is a usage error', async () => {
+test('passport sign --div and verify --identity, repeated: a diverted call verifies link by link (its dest alone fails); neither or both of --jwt/--identity is a usage error', async () => {
   // The call to `dest` was forwarded by the number it reached (`diverter`) to `forwardedTo`.
   const diverter = await callerNumber({ service })
   const forwardedTo = randomPhone()
   const shaken = ok(await kns('passport', 'sign', '--orig', phone, '--dest', diverter.phone, '--key', state.privatePath, '--kid', state.keyId, '--json')).jwt as string
-  const div = signRaw({ alg: 'ES256', ppt: 'div', typ: 'passport', kid: diverter.signers[0]!.keyId },
-    { dest: { tn: [forwardedTo.slice(1)] }, div: { tn: diverter.phone.slice(1) }, iat: nowS(), orig: { tn: phone.slice(1) } }, diverter.signers[0]!.privateKey)
+  // The diverting provider signs its div PASSporT with its own key.
+  const diverterKey = writePublic('diverter.key.pem', diverter.signers[0]!.privatePem)
+  const div = ok(await kns('passport', 'sign', '--orig', phone, '--dest', forwardedTo, '--div', diverter.phone, '--key', diverterKey,
+    '--kid', diverter.signers[0]!.keyId, '--json')).jwt as string
+  const { payload, protectedHeader } = await jwtVerify(div, await importSPKI(diverter.signers[0]!.publicPem, 'ES256'), { algorithms: ['ES256'], typ: 'passport' })
+  assert.deepEqual(protectedHeader, { alg: 'ES256', typ: 'passport', ppt: 'div', kid: diverter.signers[0]!.keyId })
+  assert.deepEqual(Object.keys(payload).sort(), ['dest', 'div', 'iat', 'orig'])
+  assert.deepEqual([payload.div, payload.dest], [{ tn: diverter.phone }, { tn: [forwardedTo] }])
+  refused(await kns('passport', 'sign', '--orig', phone, '--dest', forwardedTo, '--div', diverter.phone, '--key', diverterKey, '--attest', 'A', '--json'), 2, 'USAGE')
   const args = ['passport', 'verify', '--orig', phone, '--dest', forwardedTo]
   const alone = await kns(...args, '--identity', `${shaken};ppt=shaken`, '--json')
   assert.equal(alone.code, 1)
