@@ -186,25 +186,29 @@ export class InviteTransactions {
   #onTick(): void {
     const now = this.now()
     const current = Math.floor(now / TICK_MS)
-    // Every tick since the last one done (more than one after the event loop was held up; after
-    // a long hold, only the ticks that hold something).
-    const ticks = current - this.#doneTick <= this.#due.size
-      ? Array.from({ length: Math.max(0, current - this.#doneTick) }, (_, i) => this.#doneTick + 1 + i)
-      : [...this.#due.keys()].filter((tick) => tick <= current).sort((a, b) => a - b)
-    for (const tick of ticks) {
-      this.#doneTick = tick
-      const set = this.#due.get(tick)
-      if (set === undefined) continue
-      this.#due.delete(tick)
-      for (const entry of set) {
-        // One forgotten by an earlier duty in this tick (none does today; cheap to be sure).
-        if (entry.gone) continue
-        entry.tick = -1
-        this.#duty(entry, now)
-      }
+    // Every tick since the last one done (more than one after the event loop was held up); after
+    // a hold longer than the ticks that hold something, only those.
+    if (current - this.#doneTick <= this.#due.size) {
+      for (let tick = this.#doneTick + 1; tick <= current; tick++) this.#runTick(tick, now)
+    } else {
+      for (const tick of [...this.#due.keys()].filter((t) => t <= current).sort((a, b) => a - b)) this.#runTick(tick, now)
     }
     this.#doneTick = Math.max(this.#doneTick, current)
     if (this.#entries.size === 0) this.#stop()
+  }
+
+  /** The duties of the transactions waiting in one tick's set. */
+  #runTick(tick: number, now: number): void {
+    this.#doneTick = tick
+    const set = this.#due.get(tick)
+    if (set === undefined) return
+    this.#due.delete(tick)
+    for (const entry of set) {
+      // One forgotten by an earlier duty in this tick (none does today; cheap to be sure).
+      if (entry.gone) continue
+      entry.tick = -1
+      this.#duty(entry, now)
+    }
   }
 
   /** What is due for one transaction: forgetting it, its 100 Trying, its final response again. */
