@@ -95,9 +95,9 @@ export async function registryCommand(service: Service, sub: string | undefined,
   out.result({ objectId: tokenId, keystore: keystoreId, linked: false, removed }, removed ? `unlinked keystore ${keystoreId} from token ${tokenId}` : 'there was no such link')
 }
 
-/** A PASSporT (SHAKEN profile) signed with ES256 in the JOSE r||s form. */
 /**
- * A PASSporT signed with a local key: `ppt: shaken` for the caller's provider, or with `div`
+ * A PASSporT signed with a local key, ES256 in the JOSE r||s form: `ppt: shaken` for the
+ * caller's provider, or with `div`
  * (the number the call was diverted from) a `ppt: div` PASSporT for a diverting provider
  * (RFC 8946: orig kept, dest the new destination, no attest nor origid).
  */

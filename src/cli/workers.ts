@@ -1,8 +1,8 @@
 /**
  * `kns serve --workers N` (or WORKERS=N): N server processes on one port, so a machine's every
- * core serves. Each worker listens on a socket of its own with SO_REUSEPORT (see
- * `ownSockets`): the kernel spreads connections (and SIP datagrams) by address, the primary
- * accepts nothing itself. Each worker is a whole server with its own database pool; what must happen once is
+ * core serves. Each worker listens on a socket of its own with SO_REUSEPORT (see `ownSockets`):
+ * the kernel spreads connections (and SIP datagrams) by address, the primary accepts nothing
+ * itself. Each worker is a whole server with its own database pool; what must happen once is
  * coordinated through the database as between machines: the ledger watcher by its leader lock,
  * webhook deliveries by their claims, migrations by their advisory lock (run once here first).
  * PostgreSQL only: SQLite has one writer, and its processes would queue behind each other.
