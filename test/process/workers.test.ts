@@ -4,12 +4,12 @@
  * all. On SQLite it is refused with what to do instead.
  */
 import assert from 'node:assert/strict'
-import { createSocket } from 'node:dgram'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { after, test } from 'node:test'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { freePort, killAll, runKns, sleep, startServer } from '../support/process.ts'
+import { sipOptionsOverUdp } from '../support/sip-options.ts'
 
 const envs: TestEnv[] = []
 after(async () => {
@@ -42,22 +42,6 @@ function connectionsPerProcess(port: number, pids: number[]): number[] {
       return false
     }
   }).length)
-}
-
-/** A SIP OPTIONS over UDP from a socket of its own: the status line, or undefined after 2 s. */
-async function sipOptions(port: number, n: number): Promise<string | undefined> {
-  const socket = createSocket('udp4')
-  try {
-    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
-    const answer = new Promise<string>((resolve) => socket.once('message', (m) => resolve(m.toString().split('\r\n')[0]!)))
-    socket.send([
-      `OPTIONS sip:kns@127.0.0.1:${port} SIP/2.0`, `Via: SIP/2.0/UDP 127.0.0.1:${socket.address().port};branch=z9hG4bK-w${n}`,
-      'From: <sip:sbc@127.0.0.1>;tag=1', 'To: <sip:kns@127.0.0.1>', `Call-ID: workers-${n}`, 'CSeq: 1 OPTIONS', 'Content-Length: 0', '', '',
-    ].join('\r\n'), port, '127.0.0.1')
-    return await Promise.race([answer, sleep(2000).then(() => undefined)])
-  } finally {
-    socket.close()
-  }
 }
 
 /**
@@ -165,7 +149,8 @@ test('--workers 2: each worker listens on its own socket (HTTP and SIP), so kept
     assert.ok(lag === -1 || lag >= 0, `lag ${lag}: summed?`)
   }
   // SIP on the same port in both workers: every SBC address is answered.
-  const answers = await Promise.all(Array.from({ length: 20 }, (_, n) => sipOptions(sipPort, n)))
+  const answers = await Promise.all(Array.from({ length: 20 }, async (_, n) =>
+    (await sipOptionsOverUdp(sipPort, { callId: `workers-${n}`, timeoutMs: 2000 }))?.split('\r\n')[0]))
   assert.deepEqual(answers, Array(20).fill('SIP/2.0 200 OK'))
   assert.equal((server.stdout().match(/SIP redirect interface listening/g) ?? []).length, 2)
   // A second pool on the same port would share it by SO_REUSEPORT and take half the traffic:
