@@ -60,7 +60,8 @@ const LATE = TICK + STEP
 function check(plan: Plan, seen: Seen): void {
   const at = (offset: number) => plan.beginAt + offset
   // 100 Trying: once, 200 ms after the INVITE, unless the final response was ready by then.
-  if (plan.finalAfter !== null && plan.finalAfter <= 200) assert.deepEqual(seen.trying, [], 'no 100 Trying when answered in time')
+  // (An answer at the 200th ms itself may come after the tick that sent the 100 Trying.)
+  if (plan.finalAfter !== null && plan.finalAfter < 200) assert.deepEqual(seen.trying, [], 'no 100 Trying when answered in time')
   else if (plan.finalAfter === null || plan.finalAfter > 200 + LATE) {
     assert.equal(seen.trying.length, 1, `one 100 Trying: ${seen.trying}`)
     assert.ok(seen.trying[0]! >= at(200) && seen.trying[0]! <= at(200 + LATE), `100 Trying at ${seen.trying[0]! - plan.beginAt}`)
@@ -86,7 +87,9 @@ function check(plan: Plan, seen: Seen): void {
       interval = Math.min(interval * 2, T2)
     }
     const last = seen.finals.at(-1)!
-    assert.ok(last < end || (last === final && end === final), `nothing sent after the ACK or Timer H (last ${last - final} ms after the final, end ${end - final})`)
+    // A send at the very millisecond of the ACK went out before it arrived (the clock's tick
+    // runs before the plan's events of that instant), which a real network allows too.
+    assert.ok(last <= end, `nothing sent after the ACK or Timer H (last ${last - final} ms after the final, end ${end - final})`)
     // ...and nothing missing before the end: the next would have been due after it.
     assert.ok(last + interval + LATE >= end, `a retransmission is missing: last ${last - final}, next due ${last + interval - final}, end ${end - final}`)
   }
@@ -115,6 +118,11 @@ test('no ACK: retransmissions stop and the transaction is forgotten at Timer H (
   assert.equal(seen[0]!.trying.length, 1, 'answered after 300 ms: a 100 Trying went out first')
 })
 
+/** FC_SEED and FC_PATH (as a failure prints them) replay a failing case; FC_RUNS runs more. */
+function replay(): { seed?: number; path?: string } {
+  return process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH }
+}
+
 test('many transactions at random times: each one\'s timers as RFC 3261 has them, whatever the others do', () => {
   const plan = fc.record({
     beginAt: fc.integer({ min: 0, max: 400 }).map((n) => n * STEP),
@@ -128,5 +136,5 @@ test('many transactions at random times: each one\'s timers as RFC 3261 has them
     mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
     const seen = run(plans, 4000 + 35_000 + 35_000 + 1000)
     plans.forEach((p, i) => check(p, seen[i]!))
-  }), { numRuns: 25 })
+  }), { numRuns: Number(process.env.FC_RUNS ?? 25), ...replay() })
 })
