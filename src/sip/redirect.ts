@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { ServiceCallVerdict } from '../caller/call-verifier.ts'
 import { signDivPassport, signPassport } from '../caller/shaken/sign-passport.ts'
 import { chooseCredential } from '../caller/shaken/signing-authority.ts'
+import type { SigningCredential } from '../caller/shaken/credentials.ts'
 import type { Verstat } from '../caller/sip-outcome.ts'
 import { KnsError } from '../errors.ts'
 import type { SigningBinding } from '../keys/api-keys.ts'
@@ -61,9 +62,13 @@ function calledOf(request: SipRequest, to: NameAddr): string | null {
   return telephoneNumber(request.uri) ?? telephoneNumber(to.uri)
 }
 
-/** The Request-URI without its headers part: where the SBC routes the call on (refused when it could not be written back as it is). */
+/**
+ * The Request-URI without its headers part and without the `sti` parameter that chose our mode
+ * (meant for us, not the next hop, which could be another STI server): where the SBC routes the
+ * call on (refused when it could not be written back as it is).
+ */
 function onward(request: SipRequest): string {
-  const uri = request.uri.replace(/\?.*$/, '')
+  const uri = request.uri.replace(/\?.*$/, '').replace(/;sti=[^;]*/gi, '')
   if (!plainUri(uri)) throw new SipParseError('the Request-URI has <, >, quotes, commas or white space')
   return uri
 }
@@ -151,12 +156,7 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
   try {
     // RFC 8946: a diverted call that arrives signed gets a div PASSporT for the diverting number.
     const divertedFrom = request.headers.has('identity') ? divertedFromOf(request) : undefined
-    if (divertedFrom !== undefined) {
-      if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion or History-Info header does not name the diverting telephone number')
-      const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
-      const { identity } = await signDivPassport(credential, { orig: caller.tn, div: divertedFrom, dest: [called], iat })
-      return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
-    }
+    if (divertedFrom !== undefined) return await diverting(service, request, { caller: caller.tn, divertedFrom, called, iat }, credentials, binding)
     const credential = chooseCredential(credentials, binding, { signerTN: caller.tn, field: 'P-Asserted-Identity', attest: attestation })
     const { identity } = await signPassport(credential, { orig: caller.tn, dest: [called], attest: attestation, iat, origid: origidOf(source) })
     return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
@@ -165,6 +165,30 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
     const status = err.code === 'FORBIDDEN' ? [403, 'Forbidden'] as const : err.code === 'NOT_FOUND' ? [404, 'Not Found'] as const : [400, 'Bad Request'] as const
     return refused(status[0], status[1], err.message)
   }
+}
+
+/**
+ * The div PASSporT of a diverted call (RFC 8946), in the order of its checks: the Diversion
+ * names a telephone number; the destination changed (a div PASSporT is made only then); the
+ * signing key may sign for the diverting number; and the call's Identity headers verify as a
+ * chain from the caller to the diverting number, so that the div's orig and div are the signed
+ * call's own. A div on top of a forged or stale PASSporT would vouch for it downstream: refused
+ * with the verifier's RFC 8224 response (403 Stale Date, 436, 437, 438) and its reason instead.
+ */
+async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string; iat: number },
+  credentials: ReadonlyMap<string, SigningCredential>, binding: SigningBinding | null): Promise<SipResponse> {
+  const { caller, divertedFrom, called, iat } = call
+  if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion or History-Info header does not name the diverting telephone number')
+  // RFC 8946: no div PASSporT unless the destination changed; the call's Identity stands.
+  if (divertedFrom === called) return { ...MOVED, headers: [['Contact', `<${onward(request)}>`]] }
+  const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
+  const verdict = await service.callVerifier.verify({ origTN: `+${caller}`, destTN: `+${divertedFrom}`, jwt: '', identity: headerValues(request, 'identity') })
+  if (!verdict.success) {
+    const reason = verdict.sipReason ?? { code: 438, text: 'Invalid Identity Header' }
+    return refused(reason.code, reason.text, `the call's Identity does not verify, so no div PASSporT: ${verdict.reason ?? 'failed'}`)
+  }
+  const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat })
+  return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
 }
 
 function refused(status: number, reason: string, why: string): SipResponse {

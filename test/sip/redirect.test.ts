@@ -145,6 +145,34 @@ describe('SIP redirect: signing', { skip }, () => {
     assert.deepEqual(JSON.parse(Buffer.from(div.split('.')[1]!, 'base64url').toString()).div, { tn: DEST.slice(1) })
   })
 
+  test('a diverted call whose Identity does not verify gets no div PASSporT: the verifier\'s RFC 8224 response and reason instead', async () => {
+    const diversion = `Diversion: <sip:${DEST}@127.0.0.1;user=phone>;reason=unconditional;counter=1`
+    const cases: Array<[string, string, number, RegExp]> = [
+      ['tampered', shakenIdentity().replace(/\.([\w-]{4})/, '.AAAA'), 438, /does not verify, so no div PASSporT: (MALFORMED_JWT|BAD_SIGNATURE)/],
+      ['stale', shakenIdentity({ iat: nowS() - 3600 }), 403, /IAT_TOO_OLD/],
+      // Signed for the caller, but not to the number that diverts it: the chain does not reach the Diversion.
+      ['to another number', shakenIdentity({}, '+14155550177'), 438, /DEST_MISMATCH/],
+    ]
+    for (const [name, identity, status, why] of cases) {
+      const result = await runSipp(port, { to: NEXT, uriParams: ';user=phone;sti=as', from: caller.phone, headers: [`Identity: ${identity}`, diversion], expect: status })
+      assert.equal(result.code, 0, `${name}: ${result.stderr}`)
+      assert.equal(result.response!.headers.get('identity'), undefined, name)
+      assert.match(result.response!.headers.get('warning')![0]!, why, name)
+    }
+    // Another caller's PASSporT under this caller's P-Asserted-Identity.
+    const other = await runSipp(port, { to: NEXT, uriParams: ';user=phone;sti=as', from: '+12025550142', headers: [`Identity: ${shakenIdentity()}`, diversion], expect: 438 })
+    assert.equal(other.code, 0, other.stderr)
+    assert.match(other.response!.headers.get('warning')![0]!, /ORIG_MISMATCH/)
+  })
+
+  test('a Diversion to the number the call goes to (the destination did not change): 302 with no div PASSporT (RFC 8946)', async () => {
+    const result = await runSipp(port, { to: DEST, uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [`Identity: ${shakenIdentity()}`, `Diversion: <sip:${DEST}@127.0.0.1;user=phone>;reason=unconditional;counter=1`], expect: 302 })
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.response!.headers.get('identity'), undefined)
+    assert.equal(result.response!.headers.get('contact')![0], `<sip:${DEST}@127.0.0.1:${port};user=phone>`)
+  })
+
   test('without Attestation-Info the claim is C, the least', async () => {
     const result = await runSipp(port, { to: DEST, uriParams: ';user=phone', from: '+12025550142', expect: 302 })
     assert.equal(result.code, 0, result.stderr)
