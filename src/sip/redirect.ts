@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto'
 import type { ServiceCallVerdict } from '../caller/call-verifier.ts'
+import { MAX_DIVERSIONS } from '../caller/diversion.ts'
+import type { SigningCredential } from '../caller/shaken/credentials.ts'
 import { signDivPassport, signPassport } from '../caller/shaken/sign-passport.ts'
 import { chooseCredential } from '../caller/shaken/signing-authority.ts'
-import type { SigningCredential } from '../caller/shaken/credentials.ts'
 import type { Verstat } from '../caller/sip-outcome.ts'
 import { KnsError } from '../errors.ts'
 import type { SigningBinding } from '../keys/api-keys.ts'
@@ -15,7 +16,8 @@ import {
  * The SIP redirect interface SBCs use to reach an STI-AS and an STI-VS (ATIS-1000074 deployments,
  * as ClearIP, Sansay and others answer): an INVITE in, a 302 out whose headers the SBC copies
  * onto the call before it routes it on.
- * - Signing: 302 with the Identity header to add (a div PASSporT when the INVITE is diverted).
+ * - Signing: 302 with the Identity header to add (a div PASSporT when a signed INVITE was
+ *   diverted and its Identity verifies).
  * - Verification: 302 whose Contact carries the P-Asserted-Identity with `verstat` (and the
  *   same P-Asserted-Identity as a header of the 302, for SBCs that copy headers instead).
  * - Policy: 603 Network Blocked with an ATIS-1000099 ("603+") Reason header.
@@ -38,8 +40,19 @@ const MOVED: Pick<SipResponse, 'status' | 'reason'> = { status: 302, reason: 'Mo
 /** Header values from what the service or a PASSporT says: no control or format character (CR, LF, bidi overrides), no quote. */
 const safeText = (text: string) => text.replace(/[\p{Cc}\p{Cf}"\\]/gu, ' ').slice(0, 200)
 
+/**
+ * A URI without its headers part, cut where its parameters can begin: the host (after the user
+ * part, whose own `;` are no URI parameters) or a tel URI's number.
+ */
+function splitAtHost(uri: string): [before: string, hostAndParams: string] {
+  const bare = uri.replace(/\?.*$/, '')
+  const at = bare.indexOf('@')
+  const cut = at === -1 ? bare.indexOf(':') + 1 : at + 1
+  return [bare.slice(0, cut), bare.slice(cut)]
+}
+
 function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
-  const explicit = param(request.uri.replace(/\?.*$/, ''), 'sti') ?? ''
+  const explicit = param(splitAtHost(request.uri)[1], 'sti')?.toLowerCase() ?? ''
   if (explicit === 'as' || explicit === 'vs') return explicit
   const qtype = param(from.params, 'qtype')
   if (qtype === 'sti-as') return 'as'
@@ -68,7 +81,8 @@ function calledOf(request: SipRequest, to: NameAddr): string | null {
  * call on (refused when it could not be written back as it is).
  */
 function onward(request: SipRequest): string {
-  const uri = request.uri.replace(/\?.*$/, '').replace(/;sti=[^;]*/gi, '')
+  const [before, hostAndParams] = splitAtHost(request.uri)
+  const uri = before + hostAndParams.replace(/;\s*sti\s*=\s*(?:as|vs)\s*(?=;|$)/gi, '')
   if (!plainUri(uri)) throw new SipParseError('the Request-URI has <, >, quotes, commas or white space')
   return uri
 }
@@ -152,13 +166,12 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
   if (attestation !== 'A' && attestation !== 'B' && attestation !== 'C') return refused(400, 'Bad Request', 'Attestation-Info must be A, B or C')
   const binding = await policy.signingBinding()
   const credentials = await service.shakenCredentials.all()
-  const iat = Math.floor(Date.now() / 1000)
   try {
     // RFC 8946: a diverted call that arrives signed gets a div PASSporT for the diverting number.
     const divertedFrom = request.headers.has('identity') ? divertedFromOf(request) : undefined
-    if (divertedFrom !== undefined) return await diverting(service, request, { caller: caller.tn, divertedFrom, called, iat }, credentials, binding)
+    if (divertedFrom !== undefined) return await diverting(service, request, { caller: caller.tn, divertedFrom, called }, credentials, binding)
     const credential = chooseCredential(credentials, binding, { signerTN: caller.tn, field: 'P-Asserted-Identity', attest: attestation })
-    const { identity } = await signPassport(credential, { orig: caller.tn, dest: [called], attest: attestation, iat, origid: origidOf(source) })
+    const { identity } = await signPassport(credential, { orig: caller.tn, dest: [called], attest: attestation, iat: Math.floor(Date.now() / 1000), origid: origidOf(source) })
     return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
   } catch (err) {
     if (!(err instanceof KnsError)) throw err
@@ -169,28 +182,36 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
 
 /**
  * The div PASSporT of a diverted call (RFC 8946), in the order of its checks: the Diversion
- * names a telephone number; the destination changed (a div PASSporT is made only then); the
- * signing key may sign for the diverting number; and the call's Identity headers verify as a
- * chain from the caller to the diverting number, so that the div's orig and div are the signed
- * call's own. A div on top of a forged or stale PASSporT would vouch for it downstream: refused
- * with the verifier's RFC 8224 response (403 Stale Date, 436, 437, 438) and its reason instead.
+ * names a telephone number; the signing key may sign for the diverting number; the destination
+ * changed (a div PASSporT is made only then); the call's Identity headers verify as a chain from
+ * the caller to the diverting number, so that the div's orig and div are the signed call's own;
+ * and one more diversion keeps the chain one a verifier accepts (no number diverting twice, at
+ * most MAX_DIVERSIONS). A div on top of a forged or stale PASSporT would vouch for it downstream:
+ * refused with the RFC 8224 response of the failure (403 Stale Date, 436, 437, 438) instead.
  */
-async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string; iat: number },
+async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string },
   credentials: ReadonlyMap<string, SigningCredential>, binding: SigningBinding | null): Promise<SipResponse> {
-  const { caller, divertedFrom, called, iat } = call
+  const { caller, divertedFrom, called } = call
   if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion or History-Info header does not name the diverting telephone number')
-  // RFC 8946: no div PASSporT unless the destination changed; the call's Identity stands.
-  if (divertedFrom === called) return { ...MOVED, headers: [['Contact', `<${onward(request)}>`]] }
   const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
+  const contact: [string, string] = ['Contact', `<${onward(request)}>`]
+  // The call's own Identity stands: nothing to add.
+  if (divertedFrom === called) return { ...MOVED, headers: [contact, warning('the destination did not change: no div PASSporT (RFC 8946)')] }
   const verdict = await service.callVerifier.verify({ origTN: `+${caller}`, destTN: `+${divertedFrom}`, jwt: '', identity: headerValues(request, 'identity') })
   if (!verdict.success) {
     const reason = verdict.sipReason ?? { code: 438, text: 'Invalid Identity Header' }
     return refused(reason.code, reason.text, `the call's Identity does not verify, so no div PASSporT: ${verdict.reason ?? 'failed'}`)
   }
-  const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat })
-  return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
+  const before = verdict.div ?? []
+  if (before.some((d) => d.from === `+${divertedFrom}`)) return refused(482, 'Loop Detected', `+${divertedFrom} diverted this call before`)
+  if (before.length >= MAX_DIVERSIONS) return refused(483, 'Too Many Hops', `the call was diverted ${before.length} times already; verifiers check at most ${MAX_DIVERSIONS}`)
+  // iat after the verification, which may have waited for a certificate.
+  const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat: Math.floor(Date.now() / 1000) })
+  return { ...MOVED, headers: [contact, ['Identity', identity]] }
 }
 
+const warning = (why: string): [string, string] => ['Warning', `399 kns "${safeText(why)}"`]
+
 function refused(status: number, reason: string, why: string): SipResponse {
-  return { status, reason, headers: [['Warning', `399 kns "${safeText(why)}"`]] }
+  return { status, reason, headers: [warning(why)] }
 }

@@ -53,10 +53,13 @@ after(async () => {
 
 const shakenIdentity = (overrides: Record<string, unknown> = {}, dest = DEST) =>
   `${signRaw(shakenHeader(caller.signers[0]!.keyId), claims(caller.phone, dest, overrides), caller.signers[0]!.privateKey)};ppt=shaken`
-const divIdentity = () => {
-  const payload = { dest: { tn: [NEXT.slice(1)] }, div: { tn: DEST.slice(1) }, iat: nowS(), orig: { tn: caller.phone.slice(1) } }
-  return `${signRaw({ alg: 'ES256', ppt: 'div', typ: 'passport', kid: forwarder.signers[0]!.keyId }, payload, forwarder.signers[0]!.privateKey)};ppt=div`
+/** A div PASSporT by the diverting number's own ledger key (from DEST to NEXT unless told). */
+const divIdentity = (by: CallerNumber = forwarder, to = NEXT) => {
+  const payload = { dest: { tn: [to.slice(1)] }, div: { tn: by.phone.slice(1) }, iat: nowS(), orig: { tn: caller.phone.slice(1) } }
+  return `${signRaw({ alg: 'ES256', ppt: 'div', typ: 'passport', kid: by.signers[0]!.keyId }, payload, by.signers[0]!.privateKey)};ppt=div`
 }
+const diversionFrom = (tn: string) => `Diversion: <sip:${tn}@127.0.0.1;user=phone>;reason=unconditional;counter=1`
+const claimsOf = (identity: string) => JSON.parse(Buffer.from(identity.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>
 const verstatOf = (pai: string | undefined) => /verstat=([\w-]+)/.exec(pai ?? '')?.[1]
 
 describe('SIP redirect: verification', { skip }, () => {
@@ -84,6 +87,7 @@ describe('SIP redirect: verification', { skip }, () => {
       const result = await runSipp(port, { to: DEST, uriParams: ';user=phone;sti=vs', from: caller.phone, headers: headers(), expect: 302 })
       assert.equal(result.code, 0, result.stderr)
       assert.equal(verstatOf(result.response!.headers.get('p-asserted-identity')?.[0]), verstat)
+      assert.match(result.response!.headers.get('contact')![0]!, new RegExp(`^<sip:\\${DEST}@127\\.0\\.0\\.1:\\d+;user=phone\\?`), 'the Contact without sti')
       if (cause !== '') assert.match(result.response!.headers.get('reason')![0]!, new RegExp(`^SIP;cause=${cause};text=`))
     })
   }
@@ -127,14 +131,48 @@ describe('SIP redirect: signing', { skip }, () => {
     }
   })
 
-  test('a diverted call (Identity and Diversion): the diverting provider\'s div PASSporT', async () => {
-    const result = await runSipp(port, { to: NEXT, uriParams: ';user=phone;sti=as', from: caller.phone,
-      headers: [`Identity: ${shakenIdentity()}`, `Diversion: <sip:${DEST}@127.0.0.1;user=phone>;reason=unconditional;counter=1`], expect: 302 })
+  test('a diverted call (Identity and Diversion): the diverting provider\'s div PASSporT, which extends the chain a verifier accepts', async () => {
+    const shaken = shakenIdentity()
+    const result = await runSipp(port, { to: NEXT, uriParams: ';user=phone;sti=as', from: caller.phone, headers: [`Identity: ${shaken}`, diversionFrom(DEST)], expect: 302 })
     assert.equal(result.code, 0, result.stderr)
     const div = result.response!.headers.get('identity')![0]!
     assert.match(div, /;ppt=div$/)
-    const payload = JSON.parse(Buffer.from(div.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>
-    assert.deepEqual(payload.div, { tn: DEST.slice(1) })
+    assert.deepEqual([claimsOf(div).orig, claimsOf(div).div, claimsOf(div).dest], [{ tn: caller.phone.slice(1) }, { tn: DEST.slice(1) }, { tn: [NEXT.slice(1)] }])
+    assert.equal(result.response!.headers.get('contact')![0], `<sip:${NEXT}@127.0.0.1:${port};user=phone>`, 'the Contact without sti')
+    const downstream = await h.service.callVerifier.verify({ origTN: caller.phone, destTN: NEXT, jwt: '', identity: [shaken, div] })
+    assert.equal(downstream.success, true, downstream.reason)
+    assert.deepEqual(downstream.div?.map((d) => [d.from, d.to, d.trust]), [[DEST, [NEXT], 'x5u']])
+  })
+
+  test('diverted a second time: the call\'s chain (shaken and div) verifies to the diverting number, and the new div extends it', async () => {
+    const THIRD = '+14155550155'
+    const identities = [shakenIdentity(), divIdentity()]
+    const result = await runSipp(port, { to: THIRD, uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [...identities.map((i) => `Identity: ${i}`), diversionFrom(NEXT)], expect: 302 })
+    assert.equal(result.code, 0, result.stderr)
+    const div = result.response!.headers.get('identity')![0]!
+    assert.deepEqual(claimsOf(div).div, { tn: NEXT.slice(1) })
+    const downstream = await h.service.callVerifier.verify({ origTN: caller.phone, destTN: THIRD, jwt: '', identity: [...identities, div] })
+    assert.equal(downstream.success, true, downstream.reason)
+    assert.deepEqual(downstream.div?.map((d) => d.from), [DEST, NEXT])
+  })
+
+  test('a div that no verifier would accept is not made: a number diverting the call twice (482), more diversions than verifiers check (483)', async () => {
+    // DEST -> NEXT -> DEST, then DEST diverts again: a loop.
+    const next = await callerNumber(h, { phone: NEXT })
+    const looped = [shakenIdentity(), divIdentity(forwarder, NEXT), divIdentity(next, DEST)]
+    const loop = await runSipp(port, { to: '+14155550155', uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [...looped.map((i) => `Identity: ${i}`), diversionFrom(DEST)], expect: 482 })
+    assert.equal(loop.code, 0, loop.stderr)
+    assert.match(loop.response!.headers.get('warning')![0]!, /\+14155550199 diverted this call before/)
+    // Five diversions already (DEST -> 1 -> 2 -> 3 -> 4 -> 5), and 5 diverts once more.
+    const hops = ['+14155550161', '+14155550162', '+14155550163', '+14155550164', '+14155550165']
+    const numbers = [forwarder, ...await Promise.all(hops.slice(0, 4).map((phone) => callerNumber(h, { phone })))]
+    const chain = [shakenIdentity(), ...numbers.map((by, i) => divIdentity(by, hops[i]!))]
+    const many = await runSipp(port, { to: '+14155550170', uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [...chain.map((i) => `Identity: ${i}`), diversionFrom(hops[4]!)], expect: 483 })
+    assert.equal(many.code, 0, many.stderr)
+    assert.match(many.response!.headers.get('warning')![0]!, /diverted 5 times already/)
   })
 
   test('a diverted call told by History-Info (RFC 7044) instead of Diversion: the same div PASSporT', async () => {
@@ -146,7 +184,7 @@ describe('SIP redirect: signing', { skip }, () => {
   })
 
   test('a diverted call whose Identity does not verify gets no div PASSporT: the verifier\'s RFC 8224 response and reason instead', async () => {
-    const diversion = `Diversion: <sip:${DEST}@127.0.0.1;user=phone>;reason=unconditional;counter=1`
+    const diversion = diversionFrom(DEST)
     const cases: Array<[string, string, number, RegExp]> = [
       ['tampered', shakenIdentity().replace(/\.([\w-]{4})/, '.AAAA'), 438, /does not verify, so no div PASSporT: (MALFORMED_JWT|BAD_SIGNATURE)/],
       ['stale', shakenIdentity({ iat: nowS() - 3600 }), 403, /IAT_TOO_OLD/],
@@ -171,6 +209,13 @@ describe('SIP redirect: signing', { skip }, () => {
     assert.equal(result.code, 0, result.stderr)
     assert.equal(result.response!.headers.get('identity'), undefined)
     assert.equal(result.response!.headers.get('contact')![0], `<sip:${DEST}@127.0.0.1:${port};user=phone>`)
+    assert.match(result.response!.headers.get('warning')![0]!, /the destination did not change/)
+  })
+
+  test('the Contact drops only the URI parameter sti=as|vs, never a user part that has the same text', async () => {
+    const result = await runSipp(port, { to: `${DEST};sti=as`, uriParams: ';user=phone;STI=AS;x=1', from: '+12025550142', expect: 302 })
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.response!.headers.get('contact')![0], `<sip:${DEST};sti=as@127.0.0.1:${port};user=phone;x=1>`)
   })
 
   test('without Attestation-Info the claim is C, the least', async () => {
