@@ -3,25 +3,36 @@
  * dropped, doubled, cut, replaced by random text or bytes; several Identity headers, div and
  * rcd PASSporTs, garbage in them), parsed and sent over UDP: the parser throws nothing but
  * SipParseError, the server never answers 5xx, never crashes, and still answers afterwards.
+ * Half the INVITEs ask for signing (`sti=as`) of a server that signs, so a diverted call's
+ * verification before its div PASSporT is fuzzed too.
  */
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createSocket, type Socket } from 'node:dgram'
 import fc from 'fast-check'
+import { addCredential } from '../../src/caller/shaken/credentials.ts'
+import { createApiKey } from '../../src/keys/api-keys.ts'
+import { SealedBox } from '../../src/lib/sealed-box.ts'
 import { parseRequest, SipParseError } from '../../src/sip/message.ts'
 import { SipServer } from '../../src/sip/server.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { b64json, callerNumber, claims, nowS, shakenHeader, signRaw } from '../support/caller.ts'
+import { startX5uServer, type X5uServer } from '../support/x5u-server.ts'
 
 let h: Harness
+let x5u: X5uServer
 let sip: SipServer
 let client: Socket
 const answers: string[] = []
 let template: string[]
 
 before(async () => {
-  h = await startHarness()
-  sip = new SipServer(h.service, { host: '127.0.0.1', port: 0, trustedSources: ['127.0.0.1'], signingKeyId: null, block: [], redress: null })
+  x5u = await startX5uServer()
+  h = await startHarness({ STI_TRUST_ANCHORS: `${x5u.pki.dir}/root.pem`, X5U_ALLOW_PRIVATE: 'true', STI_CRL: 'off' }, { x5uTlsCa: x5u.pki.tls.ca })
+  await addCredential(h.service.db, new SealedBox(h.service.secret, 'shaken-credentials'),
+    { name: 'carrier', keyPem: x5u.pki.leaves.spc.key, chainPem: x5u.pki.leaves.spc.bundle, x5u: x5u.certUrl('spc') }, { allowPrivate: true, allowHttp: false })
+  const signing = await createApiKey(h.service.db, { vendor: 'SBC', scopes: ['signing'], rate: 1000, signing: { credentials: ['carrier'], attest: ['A', 'B', 'C'], numbers: ['+1*', '+44*'] } })
+  sip = new SipServer(h.service, { host: '127.0.0.1', port: 0, trustedSources: ['127.0.0.1'], signingKeyId: signing.id, block: [], redress: null })
   await sip.listen()
   client = createSocket('udp4')
   client.on('message', (m) => answers.push(m.toString('latin1')))
@@ -49,6 +60,7 @@ after(async () => {
   client?.close()
   await sip?.close()
   await h?.close()
+  await x5u?.close()
 })
 
 const line = fc.oneof(
@@ -81,8 +93,9 @@ function mutate(lines: string[], mutations: Array<{ kind: string; at: number; te
 test('mutated INVITEs: the parser throws only SipParseError; the server never answers 5xx and keeps answering', { timeout: 120_000 }, async () => {
   const port = sip.address.udp!
   let sent = 0
-  await fc.assert(fc.asyncProperty(fc.array(mutation, { minLength: 1, maxLength: 4 }), fc.nat(), async (mutations, n) => {
-    const text = mutate(template, mutations).replace('branch=z9hG4bK-fuzz', `branch=z9hG4bK-fuzz-${n}-${sent}`)
+  const signing = [template[0]!.replace(';user=phone SIP', ';user=phone;sti=as SIP'), ...template.slice(1)]
+  await fc.assert(fc.asyncProperty(fc.array(mutation, { minLength: 1, maxLength: 4 }), fc.nat(), fc.boolean(), async (mutations, n, sign) => {
+    const text = mutate(sign ? signing : template, mutations).replace('branch=z9hG4bK-fuzz', `branch=z9hG4bK-fuzz-${n}-${sent}`)
     const bytes = Buffer.from(text, 'latin1')
     try {
       parseRequest(bytes)
