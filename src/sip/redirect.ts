@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto'
 import type { ServiceCallVerdict } from '../caller/call-verifier.ts'
-import { MAX_DIVERSIONS } from '../caller/diversion.ts'
+import { MAX_DIVERSIONS, orderDiversions } from '../caller/diversion.ts'
+import { parseIdentityHeader } from '../caller/identity-header.ts'
+import { decodeCompactJws } from '../caller/passport.ts'
 import type { SigningCredential } from '../caller/shaken/credentials.ts'
 import { signDivPassport, signPassport } from '../caller/shaken/sign-passport.ts'
 import { chooseCredential } from '../caller/shaken/signing-authority.ts'
 import type { Verstat } from '../caller/sip-outcome.ts'
 import { KnsError } from '../errors.ts'
+import { CheckFailed } from '../lib/checks.ts'
 import type { SigningBinding } from '../keys/api-keys.ts'
 import type { Service } from '../service.ts'
 import {
@@ -46,7 +49,8 @@ const safeText = (text: string) => text.replace(/[\p{Cc}\p{Cf}"\\]/gu, ' ').slic
  */
 function splitAtHost(uri: string): [before: string, hostAndParams: string] {
   const bare = uri.replace(/\?.*$/, '')
-  const at = bare.indexOf('@')
+  // A tel URI has no host, and its isub may hold an @ (RFC 3966).
+  const at = /^tel:/i.test(bare) ? -1 : bare.indexOf('@')
   const cut = at === -1 ? bare.indexOf(':') + 1 : at + 1
   return [bare.slice(0, cut), bare.slice(cut)]
 }
@@ -185,8 +189,7 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
  * names a telephone number; the signing key may sign for the diverting number; the destination
  * changed (a div PASSporT is made only then); the call's Identity headers verify as a chain from
  * the caller to the diverting number, so that the div's orig and div are the signed call's own;
- * and one more diversion keeps the chain one a verifier accepts (no number diverting twice, at
- * most MAX_DIVERSIONS). A div on top of a forged or stale PASSporT would vouch for it downstream:
+ * and the chain with one more diversion is one a verifier accepts (chainRefusal). A div on top of a forged or stale PASSporT would vouch for it downstream:
  * refused with the RFC 8224 response of the failure (403 Stale Date, 436, 437, 438) instead.
  */
 async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string },
@@ -202,12 +205,32 @@ async function diverting(service: Service, request: SipRequest, call: { caller: 
     const reason = verdict.sipReason ?? { code: 438, text: 'Invalid Identity Header' }
     return refused(reason.code, reason.text, `the call's Identity does not verify, so no div PASSporT: ${verdict.reason ?? 'failed'}`)
   }
-  const before = verdict.div ?? []
-  if (before.some((d) => d.from === `+${divertedFrom}`)) return refused(482, 'Loop Detected', `+${divertedFrom} diverted this call before`)
-  if (before.length >= MAX_DIVERSIONS) return refused(483, 'Too Many Hops', `the call was diverted ${before.length} times already; verifiers check at most ${MAX_DIVERSIONS}`)
+  const unacceptable = chainRefusal(headerValues(request, 'identity'), divertedFrom, called)
+  if (unacceptable !== null) return unacceptable
   // iat after the verification, which may have waited for a certificate.
   const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat: Math.floor(Date.now() / 1000) })
   return { ...MOVED, headers: [contact, ['Identity', identity]] }
+}
+
+/**
+ * Whether the chain with the div PASSporT about to be made is one a verifier accepts: the
+ * verifier's own ordering (src/caller/diversion.ts) run over the call's PASSporTs (verified
+ * already) and a stand-in for the new div, no cryptography. 483 Too Many Hops past
+ * MAX_DIVERSIONS; 482 Loop Detected when the diverting number diverted the call before, or an
+ * earlier step already went on from it (a PASSporT listing several destinations).
+ */
+function chainRefusal(identities: string[], divertedFrom: string, called: string): SipResponse | null {
+  const decoded = identities.map((value) => decodeCompactJws(parseIdentityHeader(value).jws))
+  const shaken = decoded.find((jws) => jws.header.ppt !== 'div')!
+  const next = { header: { ppt: 'div' }, payload: { div: { tn: divertedFrom }, dest: { tn: [called] } }, signingInput: '', signature: Buffer.alloc(0) }
+  try {
+    orderDiversions(shaken, [...decoded.filter((jws) => jws !== shaken), next], `+${called}`)
+    return null
+  } catch (err) {
+    if (!(err instanceof CheckFailed)) throw err
+    if (err.code === 'DIV_TOO_MANY') return refused(483, 'Too Many Hops', `the call was diverted ${decoded.length - 1} times already; verifiers check at most ${MAX_DIVERSIONS}`)
+    return refused(482, 'Loop Detected', `a div PASSporT from +${divertedFrom} would not verify: ${err.message}`)
+  }
 }
 
 const warning = (why: string): [string, string] => ['Warning', `399 kns "${safeText(why)}"`]

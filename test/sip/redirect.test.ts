@@ -157,14 +157,21 @@ describe('SIP redirect: signing', { skip }, () => {
     assert.deepEqual(downstream.div?.map((d) => d.from), [DEST, NEXT])
   })
 
-  test('a div that no verifier would accept is not made: a number diverting the call twice (482), more diversions than verifiers check (483)', async () => {
+  test('a div that no verifier would accept is not made: a number diverting the call twice or two from one step (482), more diversions than verifiers check (483)', async () => {
     // DEST -> NEXT -> DEST, then DEST diverts again: a loop.
     const next = await callerNumber(h, { phone: NEXT })
     const looped = [shakenIdentity(), divIdentity(forwarder, NEXT), divIdentity(next, DEST)]
     const loop = await runSipp(port, { to: '+14155550155', uriParams: ';user=phone;sti=as', from: caller.phone,
       headers: [...looped.map((i) => `Identity: ${i}`), diversionFrom(DEST)], expect: 482 })
     assert.equal(loop.code, 0, loop.stderr)
-    assert.match(loop.response!.headers.get('warning')![0]!, /\+14155550199 diverted this call before/)
+    assert.match(loop.response!.headers.get('warning')![0]!, /a div PASSporT from \+14155550199 would not verify: .*not one chain/)
+    // The shaken PASSporT went to DEST and NEXT at once, DEST diverted to NEXT: NEXT diverting
+    // too would be a second diversion from one step of the call.
+    const forked = [shakenIdentity({ dest: { tn: [DEST.slice(1), NEXT.slice(1)] } }), divIdentity(forwarder, NEXT)]
+    const sameStep = await runSipp(port, { to: '+14155550155', uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [...forked.map((i) => `Identity: ${i}`), diversionFrom(NEXT)], expect: 482 })
+    assert.equal(sameStep.code, 0, sameStep.stderr)
+    assert.match(sameStep.response!.headers.get('warning')![0]!, /divert from the same step/)
     // Five diversions already (DEST -> 1 -> 2 -> 3 -> 4 -> 5), and 5 diverts once more.
     const hops = ['+14155550161', '+14155550162', '+14155550163', '+14155550164', '+14155550165']
     const numbers = [forwarder, ...await Promise.all(hops.slice(0, 4).map((phone) => callerNumber(h, { phone })))]
@@ -212,10 +219,13 @@ describe('SIP redirect: signing', { skip }, () => {
     assert.match(result.response!.headers.get('warning')![0]!, /the destination did not change/)
   })
 
-  test('the Contact drops only the URI parameter sti=as|vs, never a user part that has the same text', async () => {
-    const result = await runSipp(port, { to: `${DEST};sti=as`, uriParams: ';user=phone;STI=AS;x=1', from: '+12025550142', expect: 302 })
+  test('the mode is the URI parameter sti (any case), never a user part that has the same text; the Contact drops only the parameter', async () => {
+    // Without Identity an INVITE is signed unless told: STI=VS (upper case) asks verification.
+    const result = await runSipp(port, { to: `${DEST};sti=as`, uriParams: ';user=phone;STI=VS;x=1', from: '+12025550142', expect: 302 })
     assert.equal(result.code, 0, result.stderr)
-    assert.equal(result.response!.headers.get('contact')![0], `<sip:${DEST};sti=as@127.0.0.1:${port};user=phone;x=1>`)
+    assert.equal(result.response!.headers.get('identity'), undefined)
+    assert.equal(verstatOf(result.response!.headers.get('p-asserted-identity')?.[0]), 'No-TN-Validation')
+    assert.match(result.response!.headers.get('contact')![0]!, new RegExp(`^<sip:\\${DEST};sti=as@127\\.0\\.0\\.1:${port};user=phone;x=1\\?P-Asserted-Identity=`))
   })
 
   test('without Attestation-Info the claim is C, the least', async () => {
