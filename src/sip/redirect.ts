@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { ServiceCallVerdict } from '../caller/call-verifier.ts'
 import { MAX_DIVERSIONS, orderDiversions } from '../caller/diversion.ts'
 import { parseIdentityHeader } from '../caller/identity-header.ts'
-import { decodeCompactJws } from '../caller/passport.ts'
+import { decodeCompactJws, destTns } from '../caller/passport.ts'
 import type { SigningCredential } from '../caller/shaken/credentials.ts'
 import { signDivPassport, signPassport } from '../caller/shaken/sign-passport.ts'
 import { chooseCredential } from '../caller/shaken/signing-authority.ts'
@@ -58,7 +58,7 @@ function splitAtHost(uri: string): [before: string, hostAndParams: string] {
 function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
   const explicit = param(splitAtHost(request.uri)[1], 'sti')?.toLowerCase() ?? ''
   if (explicit === 'as' || explicit === 'vs') return explicit
-  const qtype = param(from.params, 'qtype')
+  const qtype = param(from.params, 'qtype')?.toLowerCase()
   if (qtype === 'sti-as') return 'as'
   if (qtype === 'sti-vs') return 'vs'
   return request.headers.has('identity') ? 'vs' : 'as'
@@ -189,7 +189,7 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
  * names a telephone number; the signing key may sign for the diverting number; the destination
  * changed (a div PASSporT is made only then); the call's Identity headers verify as a chain from
  * the caller to the diverting number, so that the div's orig and div are the signed call's own;
- * and the chain with one more diversion is one a verifier accepts (chainRefusal). A div on top of a forged or stale PASSporT would vouch for it downstream:
+ * and the chain with one more diversion is one a verifier accepts (nextDiversion). A div on top of a forged or stale PASSporT would vouch for it downstream:
  * refused with the RFC 8224 response of the failure (403 Stale Date, 436, 437, 438) instead.
  */
 async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string },
@@ -199,36 +199,44 @@ async function diverting(service: Service, request: SipRequest, call: { caller: 
   const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
   const contact: [string, string] = ['Contact', `<${onward(request)}>`]
   // The call's own Identity stands: nothing to add.
-  if (divertedFrom === called) return { ...MOVED, headers: [contact, warning('the destination did not change: no div PASSporT (RFC 8946)')] }
+  const unchanged: SipResponse = { ...MOVED, headers: [contact, warning('the destination did not change: no div PASSporT (RFC 8946)')] }
+  if (divertedFrom === called) return unchanged
   const verdict = await service.callVerifier.verify({ origTN: `+${caller}`, destTN: `+${divertedFrom}`, jwt: '', identity: headerValues(request, 'identity') })
   if (!verdict.success) {
     const reason = verdict.sipReason ?? { code: 438, text: 'Invalid Identity Header' }
     return refused(reason.code, reason.text, `the call's Identity does not verify, so no div PASSporT: ${verdict.reason ?? 'failed'}`)
   }
-  const unacceptable = chainRefusal(headerValues(request, 'identity'), divertedFrom, called)
-  if (unacceptable !== null) return unacceptable
+  const next = nextDiversion(headerValues(request, 'identity'), divertedFrom, called)
+  if (next === 'unchanged') return unchanged
+  if (next !== null) return next
   // iat after the verification, which may have waited for a certificate.
   const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat: Math.floor(Date.now() / 1000) })
   return { ...MOVED, headers: [contact, ['Identity', identity]] }
 }
 
 /**
- * Whether the chain with the div PASSporT about to be made is one a verifier accepts: the
- * verifier's own ordering (src/caller/diversion.ts) run over the call's PASSporTs (verified
- * already) and a stand-in for the new div, no cryptography. 483 Too Many Hops past
- * MAX_DIVERSIONS; 482 Loop Detected when the diverting number diverted the call before, or an
- * earlier step already went on from it (a PASSporT listing several destinations).
+ * What one more diversion makes of the call's chain (its PASSporTs verified already), by the
+ * verifier's own ordering (src/caller/diversion.ts), no cryptography:
+ * - `unchanged`: the chain already reached the new destination (the call's PASSporT listed it
+ *   among its destinations): no div PASSporT is made (RFC 8946);
+ * - a refusal when the chain with a stand-in for the new div is not one a verifier accepts: 483
+ *   Too Many Hops past MAX_DIVERSIONS; 482 Loop Detected when the diverting number diverted the
+ *   call before, or an earlier step already went on from it;
+ * - null: sign it.
  */
-function chainRefusal(identities: string[], divertedFrom: string, called: string): SipResponse | null {
+function nextDiversion(identities: string[], divertedFrom: string, called: string): SipResponse | 'unchanged' | null {
   const decoded = identities.map((value) => decodeCompactJws(parseIdentityHeader(value).jws))
   const shaken = decoded.find((jws) => jws.header.ppt !== 'div')!
+  const before = decoded.filter((jws) => jws !== shaken)
   const next = { header: { ppt: 'div' }, payload: { div: { tn: divertedFrom }, dest: { tn: [called] } }, signingInput: '', signature: Buffer.alloc(0) }
   try {
-    orderDiversions(shaken, [...decoded.filter((jws) => jws !== shaken), next], `+${called}`)
+    const reached = orderDiversions(shaken, before, `+${divertedFrom}`).at(-1)?.to ?? destTns(shaken.payload)
+    if (reached?.includes(called) === true) return 'unchanged'
+    orderDiversions(shaken, [...before, next], `+${called}`)
     return null
   } catch (err) {
     if (!(err instanceof CheckFailed)) throw err
-    if (err.code === 'DIV_TOO_MANY') return refused(483, 'Too Many Hops', `the call was diverted ${decoded.length - 1} times already; verifiers check at most ${MAX_DIVERSIONS}`)
+    if (err.code === 'DIV_TOO_MANY') return refused(483, 'Too Many Hops', `the call was diverted ${before.length} times already; verifiers check at most ${MAX_DIVERSIONS}`)
     return refused(482, 'Loop Detected', `a div PASSporT from +${divertedFrom} would not verify: ${err.message}`)
   }
 }

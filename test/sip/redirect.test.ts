@@ -210,13 +210,19 @@ describe('SIP redirect: signing', { skip }, () => {
     assert.match(other.response!.headers.get('warning')![0]!, /ORIG_MISMATCH/)
   })
 
-  test('a Diversion to the number the call goes to (the destination did not change): 302 with no div PASSporT (RFC 8946)', async () => {
+  test('a Diversion to the number the call goes to, or to one the call\'s PASSporT listed (the destination did not change): 302 with no div PASSporT (RFC 8946)', async () => {
     const result = await runSipp(port, { to: DEST, uriParams: ';user=phone;sti=as', from: caller.phone,
       headers: [`Identity: ${shakenIdentity()}`, `Diversion: <sip:${DEST}@127.0.0.1;user=phone>;reason=unconditional;counter=1`], expect: 302 })
     assert.equal(result.code, 0, result.stderr)
     assert.equal(result.response!.headers.get('identity'), undefined)
     assert.equal(result.response!.headers.get('contact')![0], `<sip:${DEST}@127.0.0.1:${port};user=phone>`)
     assert.match(result.response!.headers.get('warning')![0]!, /the destination did not change/)
+    // The call's PASSporT went to DEST and NEXT at once: DEST sending it on to NEXT changes nothing.
+    const listed = await runSipp(port, { to: NEXT, uriParams: ';user=phone;sti=as', from: caller.phone,
+      headers: [`Identity: ${shakenIdentity({ dest: { tn: [DEST.slice(1), NEXT.slice(1)] } })}`, diversionFrom(DEST)], expect: 302 })
+    assert.equal(listed.code, 0, listed.stderr)
+    assert.equal(listed.response!.headers.get('identity'), undefined)
+    assert.match(listed.response!.headers.get('warning')![0]!, /the destination did not change/)
   })
 
   test('the mode is the URI parameter sti (any case), never a user part that has the same text; the Contact drops only the parameter', async () => {
