@@ -189,8 +189,9 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
  * names a telephone number; the signing key may sign for the diverting number; the destination
  * changed (a div PASSporT is made only then); the call's Identity headers verify as a chain from
  * the caller to the diverting number, so that the div's orig and div are the signed call's own;
- * and the chain with one more diversion is one a verifier accepts (nextDiversion). A div on top of a forged or stale PASSporT would vouch for it downstream:
- * refused with the RFC 8224 response of the failure (403 Stale Date, 436, 437, 438) instead.
+ * and the chain with one more diversion is one a verifier accepts (nextDiversion). A div on top
+ * of a forged or stale PASSporT would vouch for it downstream: refused with the RFC 8224
+ * response of the failure (403 Stale Date, 436, 437, 438) instead.
  */
 async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string },
   credentials: ReadonlyMap<string, SigningCredential>, binding: SigningBinding | null): Promise<SipResponse> {
@@ -201,12 +202,13 @@ async function diverting(service: Service, request: SipRequest, call: { caller: 
   // The call's own Identity stands: nothing to add.
   const unchanged: SipResponse = { ...MOVED, headers: [contact, warning('the destination did not change: no div PASSporT (RFC 8946)')] }
   if (divertedFrom === called) return unchanged
-  const verdict = await service.callVerifier.verify({ origTN: `+${caller}`, destTN: `+${divertedFrom}`, jwt: '', identity: headerValues(request, 'identity') })
+  const identities = headerValues(request, 'identity')
+  const verdict = await service.callVerifier.verify({ origTN: `+${caller}`, destTN: `+${divertedFrom}`, jwt: '', identity: identities })
   if (!verdict.success) {
     const reason = verdict.sipReason ?? { code: 438, text: 'Invalid Identity Header' }
     return refused(reason.code, reason.text, `the call's Identity does not verify, so no div PASSporT: ${verdict.reason ?? 'failed'}`)
   }
-  const next = nextDiversion(headerValues(request, 'identity'), divertedFrom, called)
+  const next = nextDiversion(identities, divertedFrom, called)
   if (next === 'unchanged') return unchanged
   if (next !== null) return next
   // iat after the verification, which may have waited for a certificate.
