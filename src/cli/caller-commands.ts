@@ -2,6 +2,7 @@ import { generateKeyPairSync, sign } from 'node:crypto'
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, sep } from 'node:path'
 import { loadDotEnv } from '../config.ts'
+import { divClaimsSet } from '../caller/shaken/sign-passport.ts'
 import { canonicalPhone } from '../identity/phone.ts'
 import { findByPhone } from '../identity/numbers.ts'
 import { ConflictError, NotFoundError } from '../errors.ts'
@@ -97,9 +98,8 @@ export async function registryCommand(service: Service, sub: string | undefined,
 
 /**
  * A PASSporT signed with a local key, ES256 in the JOSE r||s form: `ppt: shaken` for the
- * caller's provider, or with `div`
- * (the number the call was diverted from) a `ppt: div` PASSporT for a diverting provider
- * (RFC 8946: orig kept, dest the new destination, no attest nor origid).
+ * caller's provider, or with `div` (the number the call was diverted from) a `ppt: div`
+ * PASSporT for a diverting provider, with the claims the STI-AS signs (`divClaimsSet`).
  */
 export function signPassport(input: { orig: string; dest: string; privateKeyPem: string; kid?: string; attest?: string; origid?: string; iat?: number; div?: string }): string {
   const header: Record<string, unknown> = { alg: 'ES256', typ: 'passport', ppt: input.div === undefined ? 'shaken' : 'div' }
@@ -107,7 +107,7 @@ export function signPassport(input: { orig: string; dest: string; privateKeyPem:
   const iat = input.iat ?? Math.floor(Date.now() / 1000)
   const payload = input.div === undefined
     ? { attest: input.attest ?? 'A', dest: { tn: [input.dest] }, iat, orig: { tn: input.orig }, origid: input.origid ?? crypto.randomUUID() }
-    : { dest: { tn: [input.dest] }, div: { tn: input.div }, iat, orig: { tn: input.orig } }
+    : divClaimsSet({ dest: [input.dest], div: input.div, iat, orig: input.orig })
   const signingInput = `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`
   const signature = sign('sha256', Buffer.from(signingInput), { key: input.privateKeyPem, dsaEncoding: 'ieee-p1363' })
   return `${signingInput}.${signature.toString('base64url')}`

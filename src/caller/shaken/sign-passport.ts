@@ -48,10 +48,15 @@ export async function signPassport(credential: SigningCredential, claims: Passpo
   return { passport, identity: `${passport};info=<${credential.x5u}>;alg=ES256;ppt=shaken` }
 }
 
+/** A div PASSporT's claims set (RFC 8946), in the deterministic order: no attestation or origid of its own. */
+export function divClaimsSet(claims: DivClaims): Record<string, unknown> {
+  return { dest: { tn: claims.dest }, div: { tn: claims.div }, iat: claims.iat, orig: { tn: claims.orig } }
+}
+
 /** A div PASSporT (RFC 8946 3): ppt div, no attestation or origid of its own. */
 export async function signDivPassport(credential: SigningCredential, claims: DivClaims): Promise<{ passport: string; identity: string }> {
   const header = { alg: 'ES256', ppt: 'div', typ: 'passport', x5u: credential.x5u }
-  const payload = { dest: { tn: claims.dest }, div: { tn: claims.div }, iat: claims.iat, orig: { tn: claims.orig } }
+  const payload = divClaimsSet(claims)
   const passport = await signJws(credential, header, payload)
   return { passport, identity: `${passport};info=<${credential.x5u}>;alg=ES256;ppt=div` }
 }
