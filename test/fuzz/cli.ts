@@ -5,7 +5,8 @@
  */
 import { parseArgs } from 'node:util'
 import { startHarness } from '../helpers.ts'
-import { chooseSeed, formatCounts, formatViolations, runFuzz } from './fuzz-run.ts'
+import { chooseSeed } from '../support/fuzz-seed.ts'
+import { formatCounts, formatViolations, runFuzz } from './fuzz-run.ts'
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' }, seed: { type: 'string' }, batch: { type: 'string' } } })
 const seconds = Number(values.seconds)

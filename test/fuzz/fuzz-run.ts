@@ -49,17 +49,6 @@ export interface FuzzReport {
   elapsedMs: number
 }
 
-/** A random fast-check seed, or FUZZ_SEED to replay one. */
-export function chooseSeed(env: NodeJS.ProcessEnv = process.env): number {
-  const given = env.FUZZ_SEED
-  if (given !== undefined && given !== '') {
-    const seed = Number(given)
-    if (!Number.isSafeInteger(seed)) throw new Error(`FUZZ_SEED must be an integer, got ${given}`)
-    return seed | 0
-  }
-  return (Math.random() * 2 ** 32) | 0
-}
-
 async function send(h: Harness, request: FuzzRequest): Promise<LightMyRequestResponse> {
   return h.app.inject({
     method: request.method as 'GET',

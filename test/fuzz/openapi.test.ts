@@ -7,7 +7,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINE, startHarness } from '../helpers.ts'
-import { chooseSeed, formatCounts, formatViolations, runFuzz } from './fuzz-run.ts'
+import { chooseSeed } from '../support/fuzz-seed.ts'
+import { formatCounts, formatViolations, runFuzz } from './fuzz-run.ts'
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 15)
 

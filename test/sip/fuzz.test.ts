@@ -17,6 +17,7 @@ import { parseRequest, SipParseError } from '../../src/sip/message.ts'
 import { SipServer } from '../../src/sip/server.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { b64json, callerNumber, claims, nowS, shakenHeader, signRaw } from '../support/caller.ts'
+import { replayParameters } from '../support/fuzz-seed.ts'
 import { startX5uServer, type X5uServer } from '../support/x5u-server.ts'
 
 let h: Harness
@@ -104,7 +105,7 @@ test('mutated INVITEs: the parser throws only SipParseError; the server never an
     }
     sent++
     await new Promise<void>((resolve) => client.send(bytes, port, '127.0.0.1', () => resolve()))
-  }), { numRuns: 400, seed: Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31) })
+  }), { numRuns: 400, ...replayParameters() })
   await new Promise((resolve) => setTimeout(resolve, 1500))
   const serverErrors = answers.filter((a) => /^SIP\/2\.0 5\d\d/.test(a) && !a.startsWith('SIP/2.0 503'))
   assert.deepEqual(serverErrors.map((a) => a.split('\r\n')[0]), [])

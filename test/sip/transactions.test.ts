@@ -10,6 +10,7 @@ import { afterEach, beforeEach, mock, test } from 'node:test'
 import fc from 'fast-check'
 import { InviteTransactions } from '../../src/sip/transactions.ts'
 import type { SipRequest } from '../../src/sip/message.ts'
+import { replayParameters } from '../support/fuzz-seed.ts'
 
 const TICK = 50
 const STEP = 10
@@ -118,11 +119,7 @@ test('no ACK: retransmissions stop and the transaction is forgotten at Timer H (
   assert.equal(seen[0]!.trying.length, 1, 'answered after 300 ms: a 100 Trying went out first')
 })
 
-/** FC_SEED and FC_PATH (as a failure prints them) replay a failing case; FC_RUNS runs more. */
-function replay(): { seed?: number; path?: string } {
-  return process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH }
-}
-
+// FUZZ_SEED and FUZZ_PATH (as a failure prints them) replay a failing case; FUZZ_RUNS runs more.
 test('many transactions at random times: each one\'s timers as RFC 3261 has them, whatever the others do', () => {
   const plan = fc.record({
     beginAt: fc.integer({ min: 0, max: 400 }).map((n) => n * STEP),
@@ -136,5 +133,5 @@ test('many transactions at random times: each one\'s timers as RFC 3261 has them
     mock.timers.enable({ apis: ['setInterval', 'Date'], now: 0 })
     const seen = run(plans, 4000 + 35_000 + 35_000 + 1000)
     plans.forEach((p, i) => check(p, seen[i]!))
-  }), { numRuns: Number(process.env.FC_RUNS ?? 25), ...replay() })
+  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 25), ...replayParameters() })
 })
