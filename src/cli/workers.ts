@@ -13,7 +13,7 @@ import { createServer, isIPv6 } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../config.ts'
 import { ConfigError } from '../errors.ts'
-import { serveClusterMetrics } from '../lib/cluster-metrics.ts'
+import { serveClusterMetrics, toPrimary } from '../lib/cluster-metrics.ts'
 
 /** Restarting a worker that keeps dying is slowed down to at most one a second... */
 const RESPAWN_MIN_MS = 1000
@@ -87,7 +87,7 @@ export const ownSockets = (port: number): boolean => cluster.isWorker && port !=
 
 /** A worker tells the primary it serves (a listener of its own is not seen by node:cluster). */
 export function announceListening(): void {
-  if (cluster.isWorker && process.connected) process.send!({ kns: 'listening' }, undefined, undefined, () => {})
+  if (cluster.isWorker) toPrimary({ kns: 'listening' })
 }
 
 /**

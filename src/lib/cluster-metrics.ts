@@ -91,7 +91,7 @@ export const inWorkerPool = (): boolean => cluster.isWorker && process.env.KNS_W
 export class ClusterMetricsUnavailable extends Error {}
 
 /** To the primary; a primary that has gone is the worker's end anyway, so a failed send is dropped. */
-function toPrimary(message: Message): void {
+export function toPrimary(message: object): void {
   if (process.connected) process.send!(message, undefined, undefined, () => {})
 }
 
