@@ -1,4 +1,4 @@
-import type { Adapter, AdapterPayload } from 'oidc-provider'
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider'
 import type { Database } from '../db/engine.ts'
 import type { Clients } from './clients.ts'
 
@@ -50,8 +50,18 @@ export class PayloadAdapter implements Adapter {
     return this.#one('user_code = $2', userCode)
   }
 
+  /**
+   * Marks a code (or another single-use payload) used, once. oidc-provider reads `consumed` on
+   * find and only then calls this, so requests that found it together all get here: the one
+   * whose update changed the row wins, the others are refused as the provider refuses a replay
+   * (invalid_grant, and the grant and its tokens revoked, RFC 6749 4.1.2).
+   */
   async consume(id: string): Promise<void> {
-    await this.#db.run('UPDATE oidc_payloads SET consumed_at = $3 WHERE model = $1 AND id = $2 AND consumed_at IS NULL', [this.#model, id, this.#now()])
+    const changed = await this.#db.run('UPDATE oidc_payloads SET consumed_at = $3 WHERE model = $1 AND id = $2 AND consumed_at IS NULL', [this.#model, id, this.#now()])
+    if (changed === 1) return
+    const row = await this.#db.get<{ grant_id: string | null }>('SELECT grant_id FROM oidc_payloads WHERE model = $1 AND id = $2', [this.#model, id])
+    if (row?.grant_id) await revokeGrant(this.#db, row.grant_id)
+    throw new errors.InvalidGrant(`${words(this.#model)} already consumed`)
   }
 
   async destroy(id: string): Promise<void> {
@@ -71,6 +81,20 @@ export class PayloadAdapter implements Adapter {
     const payload = JSON.parse(row.payload) as AdapterPayload
     return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(Number(row.consumed_at) / 1000) }
   }
+}
+
+/**
+ * What oidc-provider does on a replayed code: every payload of the grant (codes, tokens) and
+ * the grant itself. A token the winner of a concurrent redemption saves after this survives;
+ * its id_token, a signed JWT, cannot be recalled anyway.
+ */
+async function revokeGrant(db: Database, grantId: string): Promise<void> {
+  await db.run('DELETE FROM oidc_payloads WHERE grant_id = $1 OR (model = $2 AND id = $1)', [grantId, 'Grant'])
+}
+
+/** `AuthorizationCode` -> `authorization code`, as oidc-provider names it in its errors. */
+function words(model: string): string {
+  return model.replace(/(?<!^)([A-Z])/g, ' $1').toLowerCase()
 }
 
 /** Deletes rows an hour past their expiry; returns how many. */
