@@ -97,13 +97,16 @@ export class LoginProvider {
   async #build(): Promise<void> {
     const keys = await this.#deps.keys.forProvider()
     const provider = new Provider(this.issuer, this.#configuration(keys))
-    // Whether and how far to believe X-Forwarded-* is decided once, by the HTTP layer
-    // (TRUST_PROXY): the route that hands requests over rewrites them to what it derived, so
-    // Koa takes the one nearest value (src/http/routes/accounts.ts).
+    // Whether and how far to believe X-Forwarded-For is decided once, by the HTTP layer
+    // (TRUST_PROXY): the route that hands requests over rewrites it to what it derived, so
+    // Koa takes the one nearest value (src/http/routes/accounts.ts). Host and scheme are
+    // never taken from a request: they are the issuer's.
     provider.proxy = this.#deps.config.trustProxy !== false
     provider.maxIpsCount = 1
+    pinOrigin(provider, this.issuer)
     allowDevelopmentRedirects(provider)
     provider.use(securityHeaders)
+    provider.use(cachePublicDocuments)
     this.#provider = provider
     this.#handler = provider.callback()
     this.#kids = keys.map((k) => (k as { kid?: string }).kid).join(',')
@@ -111,7 +114,7 @@ export class LoginProvider {
 
   #configuration(keys: object[]): Configuration {
     const { db, clients, secret } = this.#deps
-    const mount = this.mountPath
+    const interactionBase = `${new URL(this.issuer).origin}${this.mountPath}/interaction`
     return {
       adapter: adapterFactory(db, clients),
       jwks: { keys: keys as NonNullable<Configuration['jwks']>['keys'] },
@@ -147,7 +150,7 @@ export class LoginProvider {
         registration: { enabled: false },
         claimsParameter: { enabled: false },
       },
-      interactions: { url: (_ctx, interaction) => `${mount}/interaction/${interaction.uid}` },
+      interactions: { url: (_ctx, interaction) => `${interactionBase}/${interaction.uid}` },
       // Every client is the operator's own: the scopes it asks for are granted without a consent screen.
       async loadExistingGrant(ctx: KoaContextWithOIDC) {
         const { client, session, provider } = ctx.oidc
@@ -176,6 +179,37 @@ export class LoginProvider {
       },
     }
   }
+}
+
+/**
+ * Every URL oidc-provider writes (the discovery document with jwks_uri, the resume and logout
+ * URLs, redirects) and its cookies' Secure flag come from Koa's view of the request's scheme
+ * and host, which would follow Host or X-Forwarded-Host/-Proto: any client could then name the
+ * endpoints, and a cache in front keep a poisoned discovery document or key location for
+ * everyone. Pinned to the issuer's, whatever the request says, with or without TRUST_PROXY.
+ */
+function pinOrigin(provider: Provider, issuer: string): void {
+  const { protocol, host } = new URL(issuer)
+  const scheme = protocol.slice(0, -1)
+  Object.defineProperties(provider.request, {
+    protocol: { get: () => scheme },
+    host: { get: () => host },
+    // Koa would take an absolute-form request target (`GET http://evil.example/...`) as it is.
+    href: { get(this: { originalUrl: string }) { return `${scheme}://${host}${this.originalUrl.startsWith('/') ? this.originalUrl : '/'}` } },
+  })
+}
+
+/**
+ * The discovery document and the JWKS are the same for everyone: caches may keep them a few
+ * minutes (a next key is published an hour before it signs, MIN_PUBLISHED_BEFORE_SIGNING_MS).
+ * They no longer depend on Host, so only Origin varies (the library's CORS sets that Vary).
+ */
+const PUBLIC_DOCUMENT_MAX_AGE_S = 300
+const PUBLIC_DOCUMENTS = new Set(['discovery', 'jwks'])
+
+async function cachePublicDocuments(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next()
+  if (ctx.status === 200 && PUBLIC_DOCUMENTS.has(ctx.oidc?.route ?? '')) ctx.set('cache-control', `public, max-age=${PUBLIC_DOCUMENT_MAX_AGE_S}`)
 }
 
 /**

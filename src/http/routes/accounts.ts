@@ -39,10 +39,9 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     if (request.url.startsWith(interactionPaths)) throw methodNotAllowed(interactionMethods, request) ?? new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)
     reply.raw.setHeader('x-request-id', request.id)
     if (service.config.trustProxy !== false) {
-      // What TRUST_PROXY derived, and only that: the provider believes these headers.
+      // What TRUST_PROXY derived, and only that: the provider believes this header (its URLs
+      // come from the issuer, never from Host or X-Forwarded-Host: src/accounts/provider.ts).
       request.raw.headers['x-forwarded-for'] = request.ip
-      request.raw.headers['x-forwarded-proto'] = request.protocol
-      request.raw.headers['x-forwarded-host'] = request.host
     }
     reply.hijack()
     accounts.provider.handle(request.raw, reply.raw)
