@@ -6,6 +6,7 @@ import { isUniqueViolation } from '../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
 import type { SealedBox } from '../lib/sealed-box.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
+import { checkRedirectUri, redirectUriProblem } from './redirect-uris.ts'
 
 /**
  * The relying parties of the login provider, registered by the operator (`kns oidc client`,
@@ -43,26 +44,7 @@ interface ClientRow { client_id: string; name: string; redirect_uris: string; se
 const CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const NAME = /^[\p{L}\p{N}][\p{L}\p{N} .,&'()_-]{0,63}$/u
 const MAX_REDIRECT_URIS = 10
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
 export const CLIENT_CHANGED = (clientId: string) => `client:${clientId}`
-
-/** An exact redirect URI: https (http only on a loopback host, for development), no fragment, no wildcard. */
-export function checkRedirectUri(raw: string): string {
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw new ValidationError(`redirect URI ${JSON.stringify(raw)} is not an absolute URL`, { field: 'redirectUris' })
-  }
-  if (raw.length > 512) throw new ValidationError('a redirect URI must be at most 512 characters', { field: 'redirectUris' })
-  if (raw.includes('*')) throw new ValidationError('redirect URIs are exact: no wildcard', { field: 'redirectUris' })
-  if (url.hash !== '' || raw.includes('#')) throw new ValidationError('a redirect URI must not have a fragment', { field: 'redirectUris' })
-  if (url.username !== '' || url.password !== '') throw new ValidationError('a redirect URI must not carry credentials', { field: 'redirectUris' })
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname))) {
-    throw new ValidationError('a redirect URI must be https (http only on localhost or 127.0.0.1, for development)', { field: 'redirectUris' })
-  }
-  return raw
-}
 
 export function metadataOf(client: { clientId: string; name: string; redirectUris: string[] }, secret: string | null): ClientMetadata {
   return {
@@ -149,7 +131,9 @@ export class Clients {
     const found = await this.#find(clientId)
     if (found === null) return undefined
     const sealed = found.client.confidential ? found.row?.sealed_secret : null
-    return metadataOf(found.client, sealed ? this.#box().open(sealed) : null)
+    // A URI stored before today's rules (redirect-uris.ts) is not served; the built-in one comes from PUBLIC_BASE_URL.
+    const redirectUris = found.client.redirectUris.filter((uri) => uri === this.#builtIn.redirectUri || redirectUriProblem(uri) === null)
+    return metadataOf({ ...found.client, redirectUris }, sealed ? this.#box().open(sealed) : null)
   }
 
   /** Removes a client (for the built-in one: the redirect URIs added to it). */

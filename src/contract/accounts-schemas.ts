@@ -55,7 +55,7 @@ export const OidcClient = Type.Object({
 })
 export const NewOidcClient = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 64 }),
-  redirectUris: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 10, description: 'exact URIs: https, or http on localhost for development; no wildcard, no fragment' }),
+  redirectUris: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 10, description: 'exact URIs as a browser writes them back: https, or http on localhost for development; no wildcard, fragment, credentials, backslash or whitespace' }),
   clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$', description: 'default: generated; starts with a letter or digit' })),
   confidential: Type.Optional(Type.Boolean({ description: 'a server-side client with a secret (shown once)' })),
 })

@@ -23,7 +23,7 @@ export async function adminOidcRoutes(fastify: FastifyInstance, { service }: { s
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags, security: API_KEY_SECURITY, summary: 'Register a relying party of the login provider',
-      description: 'Exact redirect URIs (https; http only on localhost). A confidential client\'s secret is in this answer only.',
+      description: 'Exact redirect URIs (https; http only on localhost), refused when browsers and RFC 3986 parsers could read them differently. A confidential client\'s secret is in this answer only.',
       body: NewOidcClient, response: withErrors({ 201: CreatedOidcClient }),
     },
   }, async (request, reply) => {
