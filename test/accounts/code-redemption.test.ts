@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test'
 import * as client from 'openid-client'
 import { adapterFactory } from '../../src/accounts/provider-adapter.ts'
 import { randomPhone, register } from '../support/kns.ts'
-import { Browser, logIn, startLoginServer, type LoginServer } from '../support/login.ts'
+import { Browser, codeFlowUrl, logIn, startLoginServer, type LoginServer } from '../support/login.ts'
 
 const SIMULTANEOUS = 20
 
@@ -25,12 +25,7 @@ after(async () => { await server.close() })
 async function freshCode(): Promise<{ code: string; verifier: string }> {
   const user = await register(server.h, randomPhone())
   const verifier = client.randomPKCECodeVerifier()
-  const url = new URL(`${server.issuer}/auth`)
-  url.search = new URLSearchParams({
-    client_id: server.h.service.config.zkLoginClientId, redirect_uri: redirectUri, response_type: 'code', scope: 'openid', state: 's', nonce: 'n',
-    code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-  }).toString()
-  const callback = new URL(await logIn(server, new Browser(), url.href, user.phoneNumber))
+  const callback = new URL(await logIn(server, new Browser(), codeFlowUrl(server, verifier), user.phoneNumber))
   const code = callback.searchParams.get('code')
   assert.ok(code !== null, `a code in ${callback.href}`)
   return { code, verifier }

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import * as client from 'openid-client'
 import { startHarness } from '../helpers.ts'
 import { randomPhone, register } from '../support/kns.ts'
-import { Browser, logIn, startLoginServer, type LoginServer } from '../support/login.ts'
+import { Browser, codeFlowUrl, logIn, startLoginServer, type LoginServer } from '../support/login.ts'
 
 const EVIL = 'evil.example'
 const HOSTILE: Array<Record<string, string>> = [
@@ -33,7 +33,7 @@ class HostileBrowser extends Browser {
   override async fetch(url: string, init: RequestInit = {}): Promise<Response> {
     const target = new URL(url)
     const headers: Record<string, string> = { ...Object.fromEntries(new Headers(init.headers)), ...this.#headers }
-    if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+    if (this.cookies.size > 0) headers.cookie = this.cookieHeader()
     const answer = await new Promise<{ status: number; headers: Headers; body: string }>((resolve, reject) => {
       const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method: init.method ?? 'GET', headers }, (res) => {
         let body = ''
@@ -47,11 +47,7 @@ class HostileBrowser extends Browser {
       req.end(init.body === undefined || init.body === null ? undefined : String(init.body))
     })
     this.seen.push({ url, status: answer.status, location: answer.headers.get('location'), body: answer.body })
-    for (const line of answer.headers.getSetCookie()) {
-      const [pair] = line.split(';')
-      const eq = pair!.indexOf('=')
-      this.cookies.set(pair!.slice(0, eq).trim(), pair!.slice(eq + 1).trim())
-    }
+    this.keepCookies(answer.headers)
     return new Response(answer.status === 204 || answer.status === 304 ? null : answer.body, { status: answer.status, headers: answer.headers })
   }
 }
@@ -94,12 +90,7 @@ for (const trustProxy of [undefined, 'loopback']) {
       for (const headers of HOSTILE) {
         const browser = new HostileBrowser(headers)
         const verifier = client.randomPKCECodeVerifier()
-        const url = new URL(`${server.issuer}/auth`)
-        url.search = new URLSearchParams({
-          client_id: server.h.service.config.zkLoginClientId, redirect_uri: `${server.base}/approve`, response_type: 'code', scope: 'openid', state: 's', nonce: 'n',
-          code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-        }).toString()
-        const callback = new URL(await logIn(server, browser, url.href, user.phoneNumber))
+        const callback = new URL(await logIn(server, browser, codeFlowUrl(server, verifier), user.phoneNumber))
         assert.ok(browser.seen.some((a) => a.location?.startsWith(`${server.issuer}/interaction/`)), 'to the interaction, absolute')
         const token = await browser.fetch(`${server.issuer}/token`, {
           method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -4,6 +4,7 @@
  * the codes, and a browser stand-in (a cookie jar that follows redirects by hand).
  */
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import type { Ledger } from '../../src/ledger/ledger.ts'
@@ -61,9 +62,19 @@ export class Browser {
 
   async fetch(url: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers)
-    if (this.cookies.size > 0) headers.set('cookie', [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '))
+    if (this.cookies.size > 0) headers.set('cookie', this.cookieHeader())
     const res = await fetch(url, { ...init, headers, redirect: 'manual' })
-    for (const line of res.headers.getSetCookie()) {
+    this.keepCookies(res.headers)
+    return res
+  }
+
+  cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  }
+
+  /** Takes an answer's Set-Cookie lines into the jar (an emptied or expired cookie leaves it). */
+  keepCookies(headers: Headers): void {
+    for (const line of headers.getSetCookie()) {
       const [pair] = line.split(';')
       const eq = pair!.indexOf('=')
       const name = pair!.slice(0, eq).trim()
@@ -71,7 +82,6 @@ export class Browser {
       if (value === '' || /expires=Thu, 01 Jan 1970/i.test(line)) this.cookies.delete(name)
       else this.cookies.set(name, value)
     }
-    return res
   }
 
   async json(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -91,6 +101,16 @@ export class Browser {
     }
     throw new Error('too many redirects')
   }
+}
+
+/** An authorization code request of the built-in client with PKCE (S256) for `verifier`, back to `$base/approve`. */
+export function codeFlowUrl(server: LoginServer, verifier: string): string {
+  const url = new URL(`${server.issuer}/auth`)
+  url.search = new URLSearchParams({
+    client_id: server.h.service.config.zkLoginClientId, redirect_uri: `${server.base}/approve`, response_type: 'code', scope: 'openid', state: 's', nonce: 'n',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
+  }).toString()
+  return url.href
 }
 
 /**
