@@ -134,6 +134,25 @@ describe('login codes', () => {
     await assert.rejects(c.service.send({ interactionUid: interaction(), phone: `${prefix}9999`, clientIp: '192.0.2.200' }), RateLimitedError)
   })
 
+  test('40 simultaneous sends to one number: one code, one text (the check and the count are one step)', async () => {
+    const user = await register(h, randomPhone())
+    const c = codes()
+    const results = await Promise.allSettled(Array.from({ length: 40 }, () => c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: '198.51.100.70' })))
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1)
+    assert.ok(results.every((r) => r.status === 'fulfilled' || r.reason instanceof RateLimitedError))
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(c.sent.filter((m) => m.to === user.phoneNumber).length, 1)
+  })
+
+  test('simultaneous sends to many numbers from one address: the per-address budget holds', async () => {
+    const users = await Promise.all(Array.from({ length: 4 * LIMITS.perIp }, () => register(h, randomPhone())))
+    const c = codes()
+    const results = await Promise.allSettled(users.map((u) => c.service.send({ interactionUid: interaction(), phone: u.phoneNumber, clientIp: '198.51.100.71' })))
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, LIMITS.perIp)
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(c.sent.length, LIMITS.perIp)
+  })
+
   test('a number without an account: the same answer, no text, and no code logs in', async () => {
     const c = codes()
     const user = await register(h, randomPhone())
