@@ -58,13 +58,18 @@ export interface Config {
   /** SMS_HTTP_METHOD: GET (Kannel's sendsms, the default) or POST (a form). */
   smsHttpMethod: 'GET' | 'POST'
   smsTimeoutMs: number
-  /** Login code sends allowed per hour: per number, per client IP, per number prefix (SMS pumping). */
+  /**
+   * Login code sends allowed per hour (docs/accounts.md, Send limits): per number and client
+   * address group, per number from all addresses, and the pumping budgets, which count only
+   * sends that texted: per client address group and per number prefix.
+   */
   loginSendsPerNumber: number
+  loginSendsPerNumberTotal: number
   loginSendsPerIp: number
   loginSendsPerPrefix: number
   /** Digits of the number (country code included) that make its prefix for LOGIN_SENDS_PER_PREFIX. */
   loginPrefixDigits: number
-  /** Seconds before a new code may be sent to the same number. */
+  /** Seconds before a new code may be sent to the same number from the same client address group. */
   loginResendCooldownS: number
   /** Undefined means "generate once and keep in the database". */
   knsSecret: string | undefined
@@ -346,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
     smsHttpMethod,
     smsTimeoutMs: int(env, 'SMS_TIMEOUT_MS', 10_000, 100, 120_000),
     loginSendsPerNumber: int(env, 'LOGIN_SENDS_PER_NUMBER', 5, 1, 1000),
+    loginSendsPerNumberTotal: int(env, 'LOGIN_SENDS_PER_NUMBER_TOTAL', 20, 1, 100_000),
     loginSendsPerIp: int(env, 'LOGIN_SENDS_PER_IP', 20, 1, 1_000_000),
     loginSendsPerPrefix: int(env, 'LOGIN_SENDS_PER_PREFIX', 200, 1, 10_000_000),
     loginPrefixDigits: int(env, 'LOGIN_PREFIX_DIGITS', 7, 2, 15),

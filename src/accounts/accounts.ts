@@ -59,7 +59,7 @@ export class Accounts {
     this.codes = new LoginCodes({
       db, secret, sms: this.sms, host: new URL(config.publicBaseUrl).host,
       limits: {
-        perNumber: config.loginSendsPerNumber, perIp: config.loginSendsPerIp, perPrefix: config.loginSendsPerPrefix,
+        perNumber: config.loginSendsPerNumber, perNumberTotal: config.loginSendsPerNumberTotal, perIp: config.loginSendsPerIp, perPrefix: config.loginSendsPerPrefix,
         prefixDigits: config.loginPrefixDigits, cooldownS: config.loginResendCooldownS,
       },
       onDeliveryError: (err) => this.#log.warn({ err }, 'a login code could not be delivered'),

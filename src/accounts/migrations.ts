@@ -60,4 +60,25 @@ export const ACCOUNTS_MIGRATIONS: Migration[] = [
       'CREATE INDEX login_codes_interaction ON login_codes (interaction_uid, created_at)',
     ],
   },
+  {
+    version: 19,
+    name: 'accounts: login-code sends marked texted or not (the pumping budgets count only texts); requesters that logged in to a number',
+    up: [
+      // A send to a number without an account texts nothing: it counts toward the per-(number,
+      // requester) budget and cooldown like any other, not toward the pumping budgets. Sends
+      // made before this version are counted as texts when the number has an account now.
+      'ALTER TABLE login_codes ADD COLUMN texted INTEGER NOT NULL DEFAULT 0',
+      'UPDATE login_codes SET texted = 1 WHERE EXISTS (SELECT 1 FROM users WHERE users.phone = login_codes.phone)',
+      'CREATE INDEX login_codes_requester ON login_codes (phone, client_hash, created_at)',
+      // Who has logged in to a number, and from which client (an HMAC of its address group):
+      // what a stranger's sends to the number cannot take away (docs/accounts.md, Send limits).
+      `CREATE TABLE login_known_requesters (
+        phone TEXT NOT NULL,
+        client_hash TEXT NOT NULL,
+        logged_in_at BIGINT NOT NULL,
+        PRIMARY KEY (phone, client_hash)
+      )`,
+      'CREATE INDEX login_known_requesters_age ON login_known_requesters (logged_in_at)',
+    ],
+  },
 ]

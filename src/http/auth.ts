@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, RateLimitedError } from '../errors.ts'
 import type { ApiKey, Scope } from '../keys/api-keys.ts'
+import { addressGroup } from '../lib/client-address.ts'
 import type { Service } from '../service.ts'
 
 declare module 'fastify' {
@@ -38,11 +39,11 @@ export function requireScope(service: Service, scope: Scope): Guard {
   }
 }
 
-/** For endpoints without a key: a per-client-IP budget (PUBLIC_RATE_LIMIT), as onRequest. */
+/** For endpoints without a key: a per-client budget (PUBLIC_RATE_LIMIT; an IPv6 client by its /64), as onRequest. */
 export function publicRateLimit(service: Service): Guard {
   const rate = service.config.publicRateLimit
   return async function ipGuard(request: FastifyRequest, _reply: FastifyReply) {
-    if (rate > 0) await limit(service, `ip:${request.ip}`, rate)
+    if (rate > 0) await limit(service, `ip:${addressGroup(request.ip)}`, rate)
   }
 }
 
@@ -53,7 +54,7 @@ export function publicRateLimit(service: Service): Guard {
  */
 export function perClientPerMinute(service: Service, name: string, perMinute: number): Guard {
   return async function perMinuteGuard(request: FastifyRequest, _reply: FastifyReply) {
-    if (service.config.publicRateLimit > 0) await limit(service, `${name}:${request.ip}`, perMinute / 60, perMinute, `${name} rate limit`)
+    if (service.config.publicRateLimit > 0) await limit(service, `${name}:${addressGroup(request.ip)}`, perMinute / 60, perMinute, `${name} rate limit`)
   }
 }
 

@@ -15,7 +15,7 @@ let h: Harness
 before(async () => { h = await startHarness() })
 after(async () => { await h.close() })
 
-const LIMITS: LoginCodeLimits = { perNumber: 3, perIp: 5, perPrefix: 8, prefixDigits: 7, cooldownS: 30 }
+const LIMITS: LoginCodeLimits = { perNumber: 3, perNumberTotal: 6, perIp: 5, perPrefix: 8, prefixDigits: 7, cooldownS: 30 }
 
 function codes(limits: Partial<LoginCodeLimits> = {}) {
   const sent: SmsMessage[] = []
@@ -97,25 +97,60 @@ describe('login codes', () => {
     assert.equal((await c.service.verify({ interactionUid: login, code: second, now: t0 + 33_000 })).userId, user.userId)
   })
 
-  test('sends per number are limited per hour', async () => {
+  test('sends per number and client address are limited per hour; another address has its own budget', async () => {
     const phone = randomPhone()
     const c = codes({ cooldownS: 0 })
-    for (let i = 0; i < LIMITS.perNumber; i++) await c.service.send({ interactionUid: interaction(), phone, clientIp: `198.51.100.${10 + i}` })
-    await assert.rejects(c.service.send({ interactionUid: interaction(), phone, clientIp: '198.51.100.99' }), RateLimitedError)
+    for (let i = 0; i < LIMITS.perNumber; i++) await c.service.send({ interactionUid: interaction(), phone, clientIp: '198.51.100.10' })
+    await assert.rejects(c.service.send({ interactionUid: interaction(), phone, clientIp: '198.51.100.10' }), RateLimitedError)
+    await c.service.send({ interactionUid: interaction(), phone, clientIp: '198.51.100.11' })
   })
 
-  test('sends per client address are limited per hour', async () => {
+  test('sends per number from all addresses are limited per hour, except for an address that logged in to it', async () => {
+    const user = await register(h, randomPhone())
     const c = codes({ cooldownS: 0 })
-    for (let i = 0; i < LIMITS.perIp; i++) await c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.7' })
+    const owner = interaction()
+    await c.service.send({ interactionUid: owner, phone: user.phoneNumber, clientIp: '198.51.100.30' })
+    await c.service.verify({ interactionUid: owner, code: (await c.code(user.phoneNumber))!, clientIp: '198.51.100.30' })
+    for (let i = 1; i < LIMITS.perNumberTotal; i++) await c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: `198.51.100.${30 + i}` })
+    await assert.rejects(c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: '198.51.100.99' }), RateLimitedError)
+    await c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: '198.51.100.30' })
+  })
+
+  test('texts per client address are limited per hour; sends to numbers without an account do not count', async () => {
+    const c = codes({ cooldownS: 0 })
+    for (let i = 0; i < 2 * LIMITS.perIp; i++) await c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.7' })
+    for (let i = 0; i < LIMITS.perIp; i++) await c.service.send({ interactionUid: interaction(), phone: (await register(h, randomPhone())).phoneNumber, clientIp: '203.0.113.7' })
     await assert.rejects(c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.7' }), RateLimitedError)
     await c.service.send({ interactionUid: interaction(), phone: randomPhone(), clientIp: '203.0.113.8' })
   })
 
-  test('SMS pumping: sends to one number prefix are limited per hour, from any address', async () => {
+  test('SMS pumping: texts to one number prefix are limited per hour, from any address', async () => {
     const c = codes({ cooldownS: 0 })
     const prefix = `+88${String(Date.now() % 100000).padStart(5, '0')}`
-    for (let i = 0; i < LIMITS.perPrefix; i++) await c.service.send({ interactionUid: interaction(), phone: `${prefix}${String(i).padStart(4, '0')}`, clientIp: `192.0.2.${i}` })
+    for (let i = 0; i < LIMITS.perPrefix; i++) {
+      const user = await register(h, `${prefix}${String(i).padStart(4, '0')}`)
+      await c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: `192.0.2.${i}` })
+    }
     await assert.rejects(c.service.send({ interactionUid: interaction(), phone: `${prefix}9999`, clientIp: '192.0.2.200' }), RateLimitedError)
+  })
+
+  test('40 simultaneous sends to one number: one code, one text (the check and the count are one step)', async () => {
+    const user = await register(h, randomPhone())
+    const c = codes()
+    const results = await Promise.allSettled(Array.from({ length: 40 }, () => c.service.send({ interactionUid: interaction(), phone: user.phoneNumber, clientIp: '198.51.100.70' })))
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1)
+    assert.ok(results.every((r) => r.status === 'fulfilled' || r.reason instanceof RateLimitedError))
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(c.sent.filter((m) => m.to === user.phoneNumber).length, 1)
+  })
+
+  test('simultaneous sends to many numbers from one address: the per-address budget holds', async () => {
+    const users = await Promise.all(Array.from({ length: 4 * LIMITS.perIp }, () => register(h, randomPhone())))
+    const c = codes()
+    const results = await Promise.allSettled(users.map((u) => c.service.send({ interactionUid: interaction(), phone: u.phoneNumber, clientIp: '198.51.100.71' })))
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, LIMITS.perIp)
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(c.sent.length, LIMITS.perIp)
   })
 
   test('a number without an account: the same answer, no text, and no code logs in', async () => {

@@ -86,8 +86,8 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags, summary: 'Send a one-time code to the number',
-      description: 'The same answer whether or not the number has an account (only then is a text sent). Limited per number ' +
-        '(and a cooldown between two), per client address and per number prefix: 429 with Retry-After past them.',
+      description: 'The same answer whether or not the number has an account (only then is a text sent). Limited per number and ' +
+        'client address (and a cooldown between two), per number, per client address and per number prefix: 429 with Retry-After past them.',
       params: InteractionParams, body: SendCodeRequest, response: withErrors({ 202: SendCodeResponse }),
     },
   }, async (request, reply) => {
@@ -109,7 +109,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     },
   }, async (request, reply) => {
     const details = await interaction(request, reply)
-    const { userId } = await accounts.codes.verify({ interactionUid: details.uid, code: request.body.code })
+    const { userId } = await accounts.codes.verify({ interactionUid: details.uid, code: request.body.code, clientIp: request.ip })
     const redirectTo = await accounts.provider.provider.interactionResult(request.raw, reply.raw, {
       login: { accountId: userId, amr: ['sms', 'otp'], remember: false },
     }, { mergeWithLastSubmission: false })
