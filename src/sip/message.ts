@@ -5,6 +5,8 @@
  * is ours and not a library's: docs/sip.md.
  */
 
+import { validHostPort, validUri } from './uri.ts'
+
 export const MAX_MESSAGE_BYTES = 32 * 1024
 const MAX_HEADER_FIELDS = 100
 
@@ -119,24 +121,53 @@ export function single(request: SipRequest, name: string): string {
 
 export interface NameAddr { display?: string; uri: string; params: string }
 
-/** `"Name" <uri>;params`, `Name <uri>;params`, `<uri>;params` or `uri;params` (RFC 3261 20.10, 25.1). */
-export function parseNameAddr(value: string): NameAddr {
+const QUOTED = /^"((?:[^"\\]|\\.)*)"/
+/** display-name as tokens (letters beyond ASCII allowed, as UAs send them) separated by white space. */
+const DISPLAY_TOKENS = /^(?:[A-Za-z0-9.!%*_+`'~\-\u0080-\uffff]+(?:[ \t]+[A-Za-z0-9.!%*_+`'~\-\u0080-\uffff]+)*)?$/
+/** *( ";" generic-param ), generic-param = token [ "=" ( token / host / quoted-string ) ] (RFC 3261 25.1). */
+const HEADER_PARAMS = /^(?:[ \t]*;[ \t]*[A-Za-z0-9.!%*_+`'~-]+(?:[ \t]*=[ \t]*(?:[A-Za-z0-9.!%*_+`'~\-[\]:]+|"(?:[^"\\]|\\.)*"))?)*[ \t]*$/
+
+/**
+ * `"Name" <uri>;params`, `Name <uri>;params`, `<uri>;params` or `uri;params` (RFC 3261 20.10,
+ * 25.1), by the grammar: the display name a quoted string or tokens, the URI one validUri
+ * accepts (so no <, >, quote or white space in it, and a SIP URI's host a hostname, IPv4 or
+ * [IPv6] address), the parameters generic-params. Anything else is refused (SipParseError,
+ * `what` naming the header), so no part of it can reach an answer.
+ */
+export function parseNameAddr(value: string, what = 'a header field'): NameAddr {
   const text = value.trim()
-  const open = text.indexOf('<')
-  if (open === -1) {
-    // addr-spec: the parameters after the first ';' belong to the header field, not the URI.
-    const semi = text.indexOf(';')
-    if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$/.test(semi === -1 ? text : text.slice(0, semi))) throw new SipParseError('not a name-addr or addr-spec')
-    return { uri: semi === -1 ? text : text.slice(0, semi), params: semi === -1 ? '' : text.slice(semi) }
+  const refuse = (why: string) => new SipParseError(`${what} is not a well-formed name-addr: ${why}`)
+  let display: string | undefined
+  let rest: string
+  if (text.startsWith('"')) {
+    const quoted = QUOTED.exec(text)
+    if (quoted === null) throw refuse('an unterminated quoted display name')
+    display = quoted[1]!.replace(/\\(.)/g, '$1')
+    rest = text.slice(quoted[0].length).trimStart()
+    if (!rest.startsWith('<')) throw refuse('a quoted display name without <URI> after it')
+  } else {
+    const open = text.indexOf('<')
+    if (open === -1) {
+      // addr-spec: the parameters after the first ';' belong to the header field, not the URI.
+      const semi = text.indexOf(';')
+      const uri = semi === -1 ? text : text.slice(0, semi)
+      const params = semi === -1 ? '' : text.slice(semi)
+      if (!validUri(uri)) throw refuse('its URI is not a SIP, SIPS or tel URI with a valid host')
+      if (!HEADER_PARAMS.test(params)) throw refuse('malformed parameters')
+      return { uri, params }
+    }
+    const tokens = text.slice(0, open).trim()
+    if (!DISPLAY_TOKENS.test(tokens)) throw refuse('a display name that is neither tokens nor a quoted string')
+    if (tokens !== '') display = tokens
+    rest = text.slice(open)
   }
-  const close = text.indexOf('>', open)
-  if (close === -1) throw new SipParseError('a name-addr without its closing >')
-  const rawDisplay = text.slice(0, open).trim()
-  const display = rawDisplay.startsWith('"') && rawDisplay.endsWith('"') && rawDisplay.length >= 2
-    ? rawDisplay.slice(1, -1).replace(/\\(.)/g, '$1') : rawDisplay
-  const uri = text.slice(open + 1, close).trim()
-  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$/.test(uri)) throw new SipParseError('a name-addr whose URI is not scheme:...')
-  return { ...(display === '' ? {} : { display }), uri, params: text.slice(close + 1).trim() }
+  const close = rest.indexOf('>')
+  if (close === -1) throw refuse('no closing >')
+  const uri = rest.slice(1, close).trim()
+  if (!validUri(uri)) throw refuse('its URI is not a SIP, SIPS or tel URI with a valid host')
+  const params = rest.slice(close + 1).trim()
+  if (!HEADER_PARAMS.test(params)) throw refuse('malformed parameters')
+  return { ...(display === undefined || display === '' ? {} : { display }), uri, params }
 }
 
 /** A header field parameter's value (`;tag=abc` -> abc), '' when present without a value, undefined when absent. */
@@ -174,10 +205,10 @@ export function telephoneNumber(uri: string): string | null {
   return match === null ? null : match[1]!
 }
 
-/** A SIP URI's host[:port] (what a Contact or P-Asserted-Identity built for it keeps). */
+/** A SIP URI's host[:port] (what a P-Asserted-Identity built for it keeps); null when it is not a valid SIP host (RFC 3261). */
 export function uriHost(uri: string): string | null {
   const match = /^sips?:(?:[^@]*@)?([^;?>]+)/i.exec(uri)
-  return match === null ? null : match[1]!
+  return match === null || !validHostPort(match[1]!) ? null : match[1]!
 }
 
 export interface SipResponse {
@@ -243,7 +274,11 @@ export function transactionKey(request: SipRequest): string | null {
   return `${branch}|${sentBy.toLowerCase()}|${callId}|${cseq}`
 }
 
-/** A URI that can be written back into a header field as it is: no <, >, quotes, commas or white space. */
+/**
+ * A URI that can be written back into a header field as it is: one validUri accepts (a valid
+ * host, no <, >, quotes or white space) and without commas, which a proxy splitting a header
+ * at commas would cut it at even inside <...>.
+ */
 export function plainUri(uri: string): boolean {
-  return /^[a-zA-Z][a-zA-Z0-9+.-]*:[^<>"',\s]+$/.test(uri)
+  return validUri(uri) && /^[a-zA-Z][a-zA-Z0-9+.-]*:[^<>"',\s]+$/.test(uri)
 }

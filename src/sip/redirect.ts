@@ -64,7 +64,7 @@ function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
 /** The caller: the first P-Asserted-Identity naming a telephone number, else From (RFC 8224 and ATIS-1000074). */
 function callerOf(request: SipRequest, from: NameAddr): { tn: string | null; addr: NameAddr } {
   for (const value of headerValues(request, 'p-asserted-identity')) {
-    const addr = parseNameAddr(value)
+    const addr = parseNameAddr(value, 'P-Asserted-Identity')
     const tn = telephoneNumber(addr.uri)
     if (tn !== null) return { tn, addr }
   }
@@ -84,19 +84,22 @@ function calledOf(request: SipRequest, to: NameAddr): string | null {
 function onward(request: SipRequest): string {
   const [before, hostAndParams] = splitAtHost(request.uri)
   const uri = before + hostAndParams.replace(/;\s*sti\s*=\s*(?:as|vs)\s*(?=;|$)/gi, '')
-  if (!plainUri(uri)) throw new SipParseError('the Request-URI has <, >, quotes, commas or white space')
+  if (!plainUri(uri)) throw new SipParseError('the Request-URI is not a SIP, SIPS or tel URI with a valid host, or has commas')
   return uri
 }
 
 export async function redirect(service: Service, policy: RedirectPolicy, request: SipRequest, source: string): Promise<SipResponse> {
-  const from = parseNameAddr(headerValues(request, 'from')[0] ?? '')
-  const to = parseNameAddr(headerValues(request, 'to')[0] ?? '')
+  const from = parseNameAddr(headerValues(request, 'from')[0] ?? '', 'From')
+  const to = parseNameAddr(headerValues(request, 'to')[0] ?? '', 'To')
   return mode(request, from) === 'vs' ? verification(service, policy, request, from, to) : signing(service, policy, request, from, to, source)
 }
 
 async function verification(service: Service, policy: RedirectPolicy, request: SipRequest, from: NameAddr, to: NameAddr): Promise<SipResponse> {
   const caller = callerOf(request, from)
   const called = calledOf(request, to)
+  // What the answer writes back, checked before any verification is spent on the call.
+  const contactUri = onward(request)
+  if (caller.tn === null && !plainUri(caller.addr.uri)) throw new SipParseError('the caller\'s URI is not a SIP, SIPS or tel URI with a valid host, or has commas')
   const identities = headerValues(request, 'identity')
   let verstat: Verstat = 'No-TN-Validation'
   let verdict: ServiceCallVerdict | undefined
@@ -109,14 +112,14 @@ async function verification(service: Service, policy: RedirectPolicy, request: S
   // A caller name only beside full attestation: with B or C the signer does not vouch that the
   // caller may use the number, so a brand shown with it would lend the number a name it may not have.
   const name = verdict?.attestation === 'A' ? verdict.rcd?.nam : undefined
+  // A valid SIP host only (uriHost), else one we name: never a host as it came.
   const host = uriHost(caller.addr.uri) ?? uriHost(from.uri) ?? 'invalid'
-  if (caller.tn === null && !plainUri(caller.addr.uri)) throw new SipParseError('the caller\'s URI has <, >, quotes, commas or white space')
   // Not a number: its URI as it came, without a verstat of its own.
   const assertedUri = caller.tn === null ? caller.addr.uri.replace(/;verstat=[^;]*/gi, '') : `sip:+${caller.tn}@${host};user=phone`
   const pai = `${name === undefined || name === '' ? '' : `"${safeText(name)}" `}<${assertedUri};verstat=${verstat}>`
   const headers: Array<[string, string]> = [
     // RFC 3261 19.1.1: a header in the Contact URI, escaped, which the SBC applies to the call.
-    ['Contact', `<${onward(request)}?P-Asserted-Identity=${encodeURIComponent(pai)}>`],
+    ['Contact', `<${contactUri}?P-Asserted-Identity=${encodeURIComponent(pai)}>`],
     ['P-Asserted-Identity', pai],
   ]
   if (verdict?.sipReason !== undefined) headers.push(['Reason', `SIP;cause=${verdict.sipReason.code};text="${verdict.sipReason.text}"`])
@@ -144,8 +147,8 @@ function origidOf(source: string): string {
  */
 function divertedFromOf(request: SipRequest): string | null | undefined {
   const diversion = headerValues(request, 'diversion')[0]
-  if (diversion !== undefined) return telephoneNumber(parseNameAddr(diversion).uri)
-  const entries = headerValues(request, 'history-info').map(parseNameAddr)
+  if (diversion !== undefined) return telephoneNumber(parseNameAddr(diversion, 'Diversion').uri)
+  const entries = headerValues(request, 'history-info').map((entry) => parseNameAddr(entry, 'History-Info'))
   const target = entries.at(-1)
   const index = target === undefined ? undefined : param(target.params, 'index')
   if (target === undefined || index === undefined || !index.includes('.')) return undefined
