@@ -9,6 +9,15 @@ import { validHostPort, validUri } from './uri.ts'
 
 export const MAX_MESSAGE_BYTES = 32 * 1024
 const MAX_HEADER_FIELDS = 100
+/**
+ * What an answer may echo of its request (its Via values, From, To, Call-ID, CSeq and the
+ * Request-URI a Contact is built from): a request past it is refused with a 400 that echoes
+ * only its top Via, so no answer grows with what a (forgeable) sender put in.
+ */
+export const MAX_VIA_VALUES = 10
+export const MAX_ECHO_BYTES = 4096
+/** No answer is larger, whatever it carries (the echo above plus our own headers: Identity, Contact, P-Asserted-Identity, Warning). */
+export const MAX_ANSWER_BYTES = 8192
 
 export class SipParseError extends Error {}
 
@@ -238,6 +247,29 @@ export function renderResponse(request: SipRequest, response: SipResponse, sourc
   return Buffer.from(lines.join('\r\n'))
 }
 
+/** Why an answer to `request` could not echo it within MAX_VIA_VALUES and MAX_ECHO_BYTES, or null when it can. */
+export function echoTooLarge(request: SipRequest): string | null {
+  const vias = headerValues(request, 'via').length
+  if (vias > MAX_VIA_VALUES) return `${vias} Via values: an answer echoes at most ${MAX_VIA_VALUES}`
+  let bytes = request.uri.length
+  for (const name of ['via', 'from', 'to', 'call-id', 'cseq']) for (const value of request.headers.get(name) ?? []) bytes += value.length
+  return bytes > MAX_ECHO_BYTES ? `Via, From, To, Call-ID, CSeq and the Request-URI hold ${bytes} bytes: an answer echoes at most ${MAX_ECHO_BYTES}` : null
+}
+
+/**
+ * renderResponse within MAX_ANSWER_BYTES. `topViaOnly` (a request refused for what it would
+ * have us echo): only the top Via value is echoed, so the refusal stays small. null: even that
+ * would be too large (the caller drops the request unanswered).
+ */
+export function renderBounded(request: SipRequest, response: SipResponse, source: { address: string; port: number }, toTag: string, topViaOnly = false): Buffer | null {
+  const top = splitValues(request.headers.get('via')?.[0] ?? '')[0]
+  const echoed = topViaOnly && top !== undefined ? { ...request, headers: new Map(request.headers).set('via', [top]) } : request
+  const bytes = renderResponse(echoed, response, source, toTag)
+  if (bytes.length <= MAX_ANSWER_BYTES) return bytes
+  if (topViaOnly) return null
+  return renderBounded(request, { status: 400, reason: 'Bad Request', headers: [['Warning', `399 kns "the answer would be larger than ${MAX_ANSWER_BYTES} bytes"`]] }, source, toTag, true)
+}
+
 function parseToParams(value: string): string {
   try {
     return parseNameAddr(value).params
@@ -260,10 +292,11 @@ function stampVia(via: string, source: { address: string; port: number }): strin
 /**
  * RFC 3261 17.2.3: the top Via's branch (with the magic cookie z9hG4bK: a client that does not
  * set one gets no transaction matching, each INVITE answered on its own) and sent-by, with the
- * Call-ID and CSeq number, which an INVITE, its ACK and its CANCEL share. A request reusing a
- * branch for another call is another transaction.
+ * Call-ID and CSeq number, which an INVITE, its ACK and its CANCEL share, and the address the
+ * request came from. A request reusing a branch for another call, or from another source, is
+ * another transaction.
  */
-export function transactionKey(request: SipRequest): string | null {
+export function transactionKey(request: SipRequest, sourceAddress: string): string | null {
   const top = splitValues(request.headers.get('via')?.[0] ?? '')[0]
   if (top === undefined) return null
   const sentBy = /^SIP\s*\/\s*2\.0\s*\/\s*\S+\s+([^;\s]+)/i.exec(top)?.[1]
@@ -271,7 +304,8 @@ export function transactionKey(request: SipRequest): string | null {
   const cseq = /^(\d{1,10})\s/.exec(request.headers.get('cseq')?.[0] ?? '')?.[1]
   const callId = request.headers.get('call-id')?.[0]
   if (sentBy === undefined || branch === undefined || !branch.startsWith('z9hG4bK') || cseq === undefined || callId === undefined) return null
-  return `${branch}|${sentBy.toLowerCase()}|${callId}|${cseq}`
+  // The source address too: a source that learns another's branch, Call-ID and CSeq cannot ACK or CANCEL its INVITE.
+  return `${sourceAddress}|${branch}|${sentBy.toLowerCase()}|${callId}|${cseq}`
 }
 
 /**
@@ -281,4 +315,10 @@ export function transactionKey(request: SipRequest): string | null {
  */
 export function plainUri(uri: string): boolean {
   return validUri(uri) && /^[a-zA-Z][a-zA-Z0-9+.-]*:[^<>"',\s]+$/.test(uri)
+}
+
+/** The tag of a request's To (an ACK carries the one of the final response it acknowledges); undefined when it has none. */
+export function toTagOf(request: SipRequest): string | undefined {
+  const to = request.headers.get('to')?.[0]
+  return to === undefined ? undefined : param(parseToParams(to), 'tag')
 }
