@@ -77,8 +77,9 @@ expect spc 1234 <<<"$ANSWER"
 expect rcd.nam "Tour Carrier" <<<"$ANSWER"
 
 step "The called number forwards the call to +1 415 555 0123: the diverting provider signs a div PASSporT (RFC 8946)"
-DIV=$(call POST /stir/v1/signing "{\"signingRequest\":{\"ppt\":\"div\",\"orig\":{\"tn\":\"12025550142\"},\"div\":{\"tn\":\"14155550199\"},\"dest\":{\"tn\":[\"14155550123\"]},\"iat\":$NOW}}" \
-  | field signingResponse.identity)
+# Only on top of the call's own Identity, which must verify from the caller to the diverting number.
+BODY=$(node -e 'console.log(JSON.stringify({ signingRequest: { ppt: "div", orig: { tn: "12025550142" }, div: { tn: "14155550199" }, dest: { tn: ["14155550123"] }, iat: Number(process.argv[1]), identity: process.argv[2] } }))' "$NOW" "$IDENTITY")
+DIV=$(call POST /stir/v1/signing "$BODY" | field signingResponse.identity)
 
 step "The forwarded call carries both Identity headers: verified link by link, the diversion reported"
 BODY=$(node -e 'console.log(JSON.stringify({ origTN: "+12025550142", destTN: "+14155550123", identity: [process.argv[1], process.argv[2]] }))' "$IDENTITY" "$DIV")

@@ -9,7 +9,8 @@ import { decodeCompactJws, destTns, divTn, JwsFormatError, tnDigits, type Decode
 
 /** Header parameters this verifier understands when listed in `crit` (RFC 8225 PASSporT). */
 const UNDERSTOOD_CRITICAL = new Set(['ppt'])
-const MAX_CLOCK_SKEW_S = 5
+/** How far ahead of this server's clock an iat may be (clock skew between signer and verifier); the STI-AS signs no further ahead. */
+export const MAX_CLOCK_SKEW_S = 5
 
 function jws(ctx: PassportContext): DecodedJws {
   return ctx.jws!

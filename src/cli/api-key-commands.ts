@@ -10,7 +10,8 @@ import { UsageError, type Output } from './output.ts'
 export const API_KEY_USAGE = `  api-key create --vendor <brand> [--scopes approvals,caller,signing,stats,webhooks,oidc] [--rate <req/s>]
                  [--credentials <name,...> [--attest A,B,C] [--numbers <+E164|+prefix*,...>]]
                                           a signing key signs only with the credentials it is bound to, claiming only
-                                          those attestation levels, for those numbers (default: what the credentials cover)
+                                          those attestation levels, for those numbers (+prefix*: the numbers that extend
+                                          the prefix by at least one digit; default: what the credentials cover)
   api-key bind <id> --credentials <name,...> [--attest A,B,C] [--numbers <...>]
                                           bind (again) a signing key; one bound to none signs nothing
   api-key list

@@ -217,10 +217,13 @@ export const StirSigningRequest = Type.Object({
     orig: Type.Object({ tn: AtisTn }),
     dest: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10, description: 'a div PASSporT: the new destination' }) }),
     attest: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'required for a shaken PASSporT; a div PASSporT has none' })),
-    iat: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'epoch seconds, within 5 minutes of the server clock' }),
+    iat: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'epoch seconds: at most 5 s ahead of the server clock and no older than CALL_MAX_AGE_S (60 s by default; 300 s at most), what the verifier accepts' }),
     origid: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'a UUID (RFC 8588); required for a shaken PASSporT' })),
     ppt: Type.Optional(Type.Union([Type.Literal('shaken'), Type.Literal('div')], { description: 'shaken (default), or div: a diverting provider\'s PASSporT (RFC 8946), with `div`' })),
     div: Type.Optional(Type.Object({ tn: AtisTn }, { description: 'ppt div: the number the call was diverted from (the credential must cover it)' })),
+    identity: Type.Optional(Type.Union([IdentityHeaderValue, Type.Array(IdentityHeaderValue, { minItems: 1, maxItems: 6 })], {
+      description: 'ppt div, required: the call\'s Identity header value(s) as it arrived (its shaken PASSporT and any div ones), which must verify as a chain from orig to div.tn',
+    })),
     credential: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'extension: which of the API key\'s signing credentials; by default the one whose certificate covers the number' })),
   }),
 })

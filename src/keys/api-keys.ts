@@ -19,7 +19,8 @@ export type Attestation = 'A' | 'B' | 'C'
 /**
  * What a `signing` key may sign (RFC 8224 6.1: an authentication service signs only for what
  * it is authoritative for): the credentials it may use (by name), the attestation levels it
- * may claim, and, optionally, the numbers it may sign for (E.164, or a prefix ending in `*`),
+ * may claim, and, optionally, the numbers it may sign for (E.164, or a prefix ending in `*`: the
+ * numbers that extend it by at least one digit),
  * on top of what each credential's TNAuthList covers. null: bound to nothing, signs nothing.
  */
 export interface SigningBinding {
@@ -89,7 +90,8 @@ export function parseScopes(raw: string): Scope[] {
 }
 
 const CREDENTIAL_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
-const NUMBER_PATTERN = /^\+[1-9]\d{0,14}\*?$/
+/** An E.164 number (at most 15 digits), or a prefix of at most 14 digits and `*` (a 15-digit prefix has no number extending it). */
+const NUMBER_PATTERN = /^\+[1-9](?:\d{0,14}|\d{0,13}\*)$/
 
 /** `--credentials a,b --attest A,B --numbers +1202555*,+14155550100` as the CLI gives them. */
 export function parseSigningBinding(raw: { credentials: string; attest?: string; numbers?: string }): SigningBinding {
@@ -114,7 +116,12 @@ export function parseSigningBinding(raw: { credentials: string; attest?: string;
 export function bindingCoversNumber(binding: SigningBinding, tn: string): boolean {
   if (binding.numbers === null) return true
   const e164 = `+${tn}`
-  return binding.numbers.some((n) => (n.endsWith('*') ? e164.startsWith(n.slice(0, -1)) : e164 === n))
+  return binding.numbers.some((n) => (n.endsWith('*') ? extendsPrefix(e164, n.slice(0, -1)) : e164 === n))
+}
+
+/** `+1202555*` covers the numbers that begin with +1202555 and have at least one digit more: not +1202555 itself. */
+function extendsPrefix(e164: string, prefix: string): boolean {
+  return e164.length > prefix.length && e164.startsWith(prefix)
 }
 
 /** `kns api-key bind`: a key's signing binding replaced (a key made before bindings existed signs nothing until bound). */

@@ -5,8 +5,19 @@
  * is ours and not a library's: docs/sip.md.
  */
 
+import { validHostPort, validUri } from './uri.ts'
+
 export const MAX_MESSAGE_BYTES = 32 * 1024
 const MAX_HEADER_FIELDS = 100
+/**
+ * What an answer may echo of its request (its Via values, From, To, Call-ID, CSeq and the
+ * Request-URI a Contact is built from): a request past it is refused with a 400 that echoes
+ * only its top Via, so no answer grows with what a (forgeable) sender put in.
+ */
+export const MAX_VIA_VALUES = 10
+export const MAX_ECHO_BYTES = 4096
+/** No answer is larger, whatever it carries (the echo above plus our own headers: Identity, Contact, P-Asserted-Identity, Warning). */
+export const MAX_ANSWER_BYTES = 8192
 
 export class SipParseError extends Error {}
 
@@ -119,24 +130,53 @@ export function single(request: SipRequest, name: string): string {
 
 export interface NameAddr { display?: string; uri: string; params: string }
 
-/** `"Name" <uri>;params`, `Name <uri>;params`, `<uri>;params` or `uri;params` (RFC 3261 20.10, 25.1). */
-export function parseNameAddr(value: string): NameAddr {
+const QUOTED = /^"((?:[^"\\]|\\.)*)"/
+/** display-name as tokens (letters beyond ASCII allowed, as UAs send them) separated by white space. */
+const DISPLAY_TOKENS = /^(?:[A-Za-z0-9.!%*_+`'~\-\u0080-\uffff]+(?:[ \t]+[A-Za-z0-9.!%*_+`'~\-\u0080-\uffff]+)*)?$/
+/** *( ";" generic-param ), generic-param = token [ "=" ( token / host / quoted-string ) ] (RFC 3261 25.1). */
+const HEADER_PARAMS = /^(?:[ \t]*;[ \t]*[A-Za-z0-9.!%*_+`'~-]+(?:[ \t]*=[ \t]*(?:[A-Za-z0-9.!%*_+`'~\-[\]:]+|"(?:[^"\\]|\\.)*"))?)*[ \t]*$/
+
+/**
+ * `"Name" <uri>;params`, `Name <uri>;params`, `<uri>;params` or `uri;params` (RFC 3261 20.10,
+ * 25.1), by the grammar: the display name a quoted string or tokens, the URI one validUri
+ * accepts (so no <, >, quote or white space in it, and a SIP URI's host a hostname, IPv4 or
+ * [IPv6] address), the parameters generic-params. Anything else is refused (SipParseError,
+ * `what` naming the header), so no part of it can reach an answer.
+ */
+export function parseNameAddr(value: string, what = 'a header field'): NameAddr {
   const text = value.trim()
-  const open = text.indexOf('<')
-  if (open === -1) {
-    // addr-spec: the parameters after the first ';' belong to the header field, not the URI.
-    const semi = text.indexOf(';')
-    if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$/.test(semi === -1 ? text : text.slice(0, semi))) throw new SipParseError('not a name-addr or addr-spec')
-    return { uri: semi === -1 ? text : text.slice(0, semi), params: semi === -1 ? '' : text.slice(semi) }
+  const refuse = (why: string) => new SipParseError(`${what} is not a well-formed name-addr: ${why}`)
+  let display: string | undefined
+  let rest: string
+  if (text.startsWith('"')) {
+    const quoted = QUOTED.exec(text)
+    if (quoted === null) throw refuse('an unterminated quoted display name')
+    display = quoted[1]!.replace(/\\(.)/g, '$1')
+    rest = text.slice(quoted[0].length).trimStart()
+    if (!rest.startsWith('<')) throw refuse('a quoted display name without <URI> after it')
+  } else {
+    const open = text.indexOf('<')
+    if (open === -1) {
+      // addr-spec: the parameters after the first ';' belong to the header field, not the URI.
+      const semi = text.indexOf(';')
+      const uri = semi === -1 ? text : text.slice(0, semi)
+      const params = semi === -1 ? '' : text.slice(semi)
+      if (!validUri(uri)) throw refuse('its URI is not a SIP, SIPS or tel URI with a valid host')
+      if (!HEADER_PARAMS.test(params)) throw refuse('malformed parameters')
+      return { uri, params }
+    }
+    const tokens = text.slice(0, open).trim()
+    if (!DISPLAY_TOKENS.test(tokens)) throw refuse('a display name that is neither tokens nor a quoted string')
+    if (tokens !== '') display = tokens
+    rest = text.slice(open)
   }
-  const close = text.indexOf('>', open)
-  if (close === -1) throw new SipParseError('a name-addr without its closing >')
-  const rawDisplay = text.slice(0, open).trim()
-  const display = rawDisplay.startsWith('"') && rawDisplay.endsWith('"') && rawDisplay.length >= 2
-    ? rawDisplay.slice(1, -1).replace(/\\(.)/g, '$1') : rawDisplay
-  const uri = text.slice(open + 1, close).trim()
-  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$/.test(uri)) throw new SipParseError('a name-addr whose URI is not scheme:...')
-  return { ...(display === '' ? {} : { display }), uri, params: text.slice(close + 1).trim() }
+  const close = rest.indexOf('>')
+  if (close === -1) throw refuse('no closing >')
+  const uri = rest.slice(1, close).trim()
+  if (!validUri(uri)) throw refuse('its URI is not a SIP, SIPS or tel URI with a valid host')
+  const params = rest.slice(close + 1).trim()
+  if (!HEADER_PARAMS.test(params)) throw refuse('malformed parameters')
+  return { ...(display === undefined || display === '' ? {} : { display }), uri, params }
 }
 
 /** A header field parameter's value (`;tag=abc` -> abc), '' when present without a value, undefined when absent. */
@@ -174,10 +214,10 @@ export function telephoneNumber(uri: string): string | null {
   return match === null ? null : match[1]!
 }
 
-/** A SIP URI's host[:port] (what a Contact or P-Asserted-Identity built for it keeps). */
+/** A SIP URI's host[:port] (what a P-Asserted-Identity built for it keeps); null when it is not a valid SIP host (RFC 3261). */
 export function uriHost(uri: string): string | null {
   const match = /^sips?:(?:[^@]*@)?([^;?>]+)/i.exec(uri)
-  return match === null ? null : match[1]!
+  return match === null || !validHostPort(match[1]!) ? null : match[1]!
 }
 
 export interface SipResponse {
@@ -207,6 +247,29 @@ export function renderResponse(request: SipRequest, response: SipResponse, sourc
   return Buffer.from(lines.join('\r\n'))
 }
 
+/** Why an answer to `request` could not echo it within MAX_VIA_VALUES and MAX_ECHO_BYTES, or null when it can. */
+export function echoTooLarge(request: SipRequest): string | null {
+  const vias = headerValues(request, 'via').length
+  if (vias > MAX_VIA_VALUES) return `${vias} Via values: an answer echoes at most ${MAX_VIA_VALUES}`
+  let bytes = request.uri.length
+  for (const name of ['via', 'from', 'to', 'call-id', 'cseq']) for (const value of request.headers.get(name) ?? []) bytes += value.length
+  return bytes > MAX_ECHO_BYTES ? `Via, From, To, Call-ID, CSeq and the Request-URI hold ${bytes} bytes: an answer echoes at most ${MAX_ECHO_BYTES}` : null
+}
+
+/**
+ * renderResponse within MAX_ANSWER_BYTES. `topViaOnly` (a request refused for what it would
+ * have us echo): only the top Via value is echoed, so the refusal stays small. null: even that
+ * would be too large (the caller drops the request unanswered).
+ */
+export function renderBounded(request: SipRequest, response: SipResponse, source: { address: string; port: number }, toTag: string, topViaOnly = false): Buffer | null {
+  const top = splitValues(request.headers.get('via')?.[0] ?? '')[0]
+  const echoed = topViaOnly && top !== undefined ? { ...request, headers: new Map(request.headers).set('via', [top]) } : request
+  const bytes = renderResponse(echoed, response, source, toTag)
+  if (bytes.length <= MAX_ANSWER_BYTES) return bytes
+  if (topViaOnly) return null
+  return renderBounded(request, { status: 400, reason: 'Bad Request', headers: [['Warning', `399 kns "the answer would be larger than ${MAX_ANSWER_BYTES} bytes"`]] }, source, toTag, true)
+}
+
 function parseToParams(value: string): string {
   try {
     return parseNameAddr(value).params
@@ -229,10 +292,11 @@ function stampVia(via: string, source: { address: string; port: number }): strin
 /**
  * RFC 3261 17.2.3: the top Via's branch (with the magic cookie z9hG4bK: a client that does not
  * set one gets no transaction matching, each INVITE answered on its own) and sent-by, with the
- * Call-ID and CSeq number, which an INVITE, its ACK and its CANCEL share. A request reusing a
- * branch for another call is another transaction.
+ * Call-ID and CSeq number, which an INVITE, its ACK and its CANCEL share, and the address the
+ * request came from. A request reusing a branch for another call, or from another source, is
+ * another transaction.
  */
-export function transactionKey(request: SipRequest): string | null {
+export function transactionKey(request: SipRequest, sourceAddress: string): string | null {
   const top = splitValues(request.headers.get('via')?.[0] ?? '')[0]
   if (top === undefined) return null
   const sentBy = /^SIP\s*\/\s*2\.0\s*\/\s*\S+\s+([^;\s]+)/i.exec(top)?.[1]
@@ -240,10 +304,21 @@ export function transactionKey(request: SipRequest): string | null {
   const cseq = /^(\d{1,10})\s/.exec(request.headers.get('cseq')?.[0] ?? '')?.[1]
   const callId = request.headers.get('call-id')?.[0]
   if (sentBy === undefined || branch === undefined || !branch.startsWith('z9hG4bK') || cseq === undefined || callId === undefined) return null
-  return `${branch}|${sentBy.toLowerCase()}|${callId}|${cseq}`
+  // The source address too: a source that learns another's branch, Call-ID and CSeq cannot ACK or CANCEL its INVITE.
+  return `${sourceAddress}|${branch}|${sentBy.toLowerCase()}|${callId}|${cseq}`
 }
 
-/** A URI that can be written back into a header field as it is: no <, >, quotes, commas or white space. */
+/**
+ * A URI that can be written back into a header field as it is: one validUri accepts (a valid
+ * host, no <, >, quotes or white space) and without commas, which a proxy splitting a header
+ * at commas would cut it at even inside <...>.
+ */
 export function plainUri(uri: string): boolean {
-  return /^[a-zA-Z][a-zA-Z0-9+.-]*:[^<>"',\s]+$/.test(uri)
+  return validUri(uri) && /^[a-zA-Z][a-zA-Z0-9+.-]*:[^<>"',\s]+$/.test(uri)
+}
+
+/** The tag of a request's To (an ACK carries the one of the final response it acknowledges); undefined when it has none. */
+export function toTagOf(request: SipRequest): string | undefined {
+  const to = request.headers.get('to')?.[0]
+  return to === undefined ? undefined : param(parseToParams(to), 'tag')
 }

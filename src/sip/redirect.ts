@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto'
 import type { ServiceCallVerdict } from '../caller/call-verifier.ts'
-import { MAX_DIVERSIONS, orderDiversions } from '../caller/diversion.ts'
-import { parseIdentityHeader } from '../caller/identity-header.ts'
-import { decodeCompactJws, destTns } from '../caller/passport.ts'
 import type { SigningCredential } from '../caller/shaken/credentials.ts'
+import { decideDivSigning } from '../caller/shaken/div-signing.ts'
 import { signDivPassport, signPassport } from '../caller/shaken/sign-passport.ts'
 import { chooseCredential } from '../caller/shaken/signing-authority.ts'
 import type { Verstat } from '../caller/sip-outcome.ts'
 import { KnsError } from '../errors.ts'
-import { CheckFailed } from '../lib/checks.ts'
 import type { SigningBinding } from '../keys/api-keys.ts'
 import type { Service } from '../service.ts'
 import {
@@ -67,7 +64,7 @@ function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
 /** The caller: the first P-Asserted-Identity naming a telephone number, else From (RFC 8224 and ATIS-1000074). */
 function callerOf(request: SipRequest, from: NameAddr): { tn: string | null; addr: NameAddr } {
   for (const value of headerValues(request, 'p-asserted-identity')) {
-    const addr = parseNameAddr(value)
+    const addr = parseNameAddr(value, 'P-Asserted-Identity')
     const tn = telephoneNumber(addr.uri)
     if (tn !== null) return { tn, addr }
   }
@@ -87,19 +84,22 @@ function calledOf(request: SipRequest, to: NameAddr): string | null {
 function onward(request: SipRequest): string {
   const [before, hostAndParams] = splitAtHost(request.uri)
   const uri = before + hostAndParams.replace(/;\s*sti\s*=\s*(?:as|vs)\s*(?=;|$)/gi, '')
-  if (!plainUri(uri)) throw new SipParseError('the Request-URI has <, >, quotes, commas or white space')
+  if (!plainUri(uri)) throw new SipParseError('the Request-URI is not a SIP, SIPS or tel URI with a valid host, or has commas')
   return uri
 }
 
 export async function redirect(service: Service, policy: RedirectPolicy, request: SipRequest, source: string): Promise<SipResponse> {
-  const from = parseNameAddr(headerValues(request, 'from')[0] ?? '')
-  const to = parseNameAddr(headerValues(request, 'to')[0] ?? '')
+  const from = parseNameAddr(headerValues(request, 'from')[0] ?? '', 'From')
+  const to = parseNameAddr(headerValues(request, 'to')[0] ?? '', 'To')
   return mode(request, from) === 'vs' ? verification(service, policy, request, from, to) : signing(service, policy, request, from, to, source)
 }
 
 async function verification(service: Service, policy: RedirectPolicy, request: SipRequest, from: NameAddr, to: NameAddr): Promise<SipResponse> {
   const caller = callerOf(request, from)
   const called = calledOf(request, to)
+  // What the answer writes back, checked before any verification is spent on the call.
+  const contactUri = onward(request)
+  if (caller.tn === null && !plainUri(caller.addr.uri)) throw new SipParseError('the caller\'s URI is not a SIP, SIPS or tel URI with a valid host, or has commas')
   const identities = headerValues(request, 'identity')
   let verstat: Verstat = 'No-TN-Validation'
   let verdict: ServiceCallVerdict | undefined
@@ -112,14 +112,14 @@ async function verification(service: Service, policy: RedirectPolicy, request: S
   // A caller name only beside full attestation: with B or C the signer does not vouch that the
   // caller may use the number, so a brand shown with it would lend the number a name it may not have.
   const name = verdict?.attestation === 'A' ? verdict.rcd?.nam : undefined
+  // A valid SIP host only (uriHost), else one we name: never a host as it came.
   const host = uriHost(caller.addr.uri) ?? uriHost(from.uri) ?? 'invalid'
-  if (caller.tn === null && !plainUri(caller.addr.uri)) throw new SipParseError('the caller\'s URI has <, >, quotes, commas or white space')
   // Not a number: its URI as it came, without a verstat of its own.
   const assertedUri = caller.tn === null ? caller.addr.uri.replace(/;verstat=[^;]*/gi, '') : `sip:+${caller.tn}@${host};user=phone`
   const pai = `${name === undefined || name === '' ? '' : `"${safeText(name)}" `}<${assertedUri};verstat=${verstat}>`
   const headers: Array<[string, string]> = [
     // RFC 3261 19.1.1: a header in the Contact URI, escaped, which the SBC applies to the call.
-    ['Contact', `<${onward(request)}?P-Asserted-Identity=${encodeURIComponent(pai)}>`],
+    ['Contact', `<${contactUri}?P-Asserted-Identity=${encodeURIComponent(pai)}>`],
     ['P-Asserted-Identity', pai],
   ]
   if (verdict?.sipReason !== undefined) headers.push(['Reason', `SIP;cause=${verdict.sipReason.code};text="${verdict.sipReason.text}"`])
@@ -147,8 +147,8 @@ function origidOf(source: string): string {
  */
 function divertedFromOf(request: SipRequest): string | null | undefined {
   const diversion = headerValues(request, 'diversion')[0]
-  if (diversion !== undefined) return telephoneNumber(parseNameAddr(diversion).uri)
-  const entries = headerValues(request, 'history-info').map(parseNameAddr)
+  if (diversion !== undefined) return telephoneNumber(parseNameAddr(diversion, 'Diversion').uri)
+  const entries = headerValues(request, 'history-info').map((entry) => parseNameAddr(entry, 'History-Info'))
   const target = entries.at(-1)
   const index = target === undefined ? undefined : param(target.params, 'index')
   if (target === undefined || index === undefined || !index.includes('.')) return undefined
@@ -185,13 +185,14 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
 }
 
 /**
- * The div PASSporT of a diverted call (RFC 8946), in the order of its checks: the Diversion
- * names a telephone number; the signing key may sign for the diverting number; the destination
- * changed (a div PASSporT is made only then); the call's Identity headers verify as a chain from
- * the caller to the diverting number, so that the div's orig and div are the signed call's own;
- * and the chain with one more diversion is one a verifier accepts (nextDiversion). A div on top
- * of a forged or stale PASSporT would vouch for it downstream: refused with the RFC 8224
- * response of the failure (403 Stale Date, 436, 437, 438) instead.
+ * The div PASSporT of a diverted call (RFC 8946): the Diversion names a telephone number; the
+ * signing key may sign for the diverting number; then the rule every interface that signs a div
+ * shares (src/caller/shaken/div-signing.ts): the destination changed, the call's Identity
+ * headers verify as a chain from the caller to the diverting number, and the chain with one
+ * more diversion is one a verifier accepts. A div on top of a forged or stale PASSporT would
+ * vouch for it downstream: refused with the RFC 8224 response of the failure (403 Stale Date,
+ * 436, 437, 438), 483 Too Many Hops or 482 Loop Detected instead; an unchanged destination gets
+ * a 302 with no Identity and a Warning saying why.
  */
 async function diverting(service: Service, request: SipRequest, call: { caller: string; divertedFrom: string | null; called: string },
   credentials: ReadonlyMap<string, SigningCredential>, binding: SigningBinding | null): Promise<SipResponse> {
@@ -199,48 +200,13 @@ async function diverting(service: Service, request: SipRequest, call: { caller: 
   if (divertedFrom === null) return refused(400, 'Bad Request', 'the Diversion or History-Info header does not name the diverting telephone number')
   const credential = chooseCredential(credentials, binding, { signerTN: divertedFrom, field: 'Diversion' })
   const contact: [string, string] = ['Contact', `<${onward(request)}>`]
+  const decision = await decideDivSigning(service.callVerifier, { caller, divertedFrom, dest: [called], identities: headerValues(request, 'identity') })
   // The call's own Identity stands: nothing to add.
-  const unchanged: SipResponse = { ...MOVED, headers: [contact, warning('the destination did not change: no div PASSporT (RFC 8946)')] }
-  if (divertedFrom === called) return unchanged
-  const identities = headerValues(request, 'identity')
-  const verdict = await service.callVerifier.verify({ origTN: `+${caller}`, destTN: `+${divertedFrom}`, jwt: '', identity: identities })
-  if (!verdict.success) {
-    const reason = verdict.sipReason ?? { code: 438, text: 'Invalid Identity Header' }
-    return refused(reason.code, reason.text, `the call's Identity does not verify, so no div PASSporT: ${verdict.reason ?? 'failed'}`)
-  }
-  const next = nextDiversion(identities, divertedFrom, called)
-  if (next === 'unchanged') return unchanged
-  if (next !== null) return next
+  if (decision.kind === 'unchanged') return { ...MOVED, headers: [contact, warning(decision.why)] }
+  if (decision.kind !== 'sign') return refused(decision.sip.code, decision.sip.text, decision.why)
   // iat after the verification, which may have waited for a certificate.
   const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat: Math.floor(Date.now() / 1000) })
   return { ...MOVED, headers: [contact, ['Identity', identity]] }
-}
-
-/**
- * What one more diversion makes of the call's chain (its PASSporTs verified already), by the
- * verifier's own ordering (src/caller/diversion.ts), no cryptography:
- * - `unchanged`: the chain already reached the new destination (the call's PASSporT listed it
- *   among its destinations): no div PASSporT is made (RFC 8946);
- * - a refusal when the chain with a stand-in for the new div is not one a verifier accepts: 483
- *   Too Many Hops past MAX_DIVERSIONS; 482 Loop Detected when the diverting number diverted the
- *   call before, or an earlier step already went on from it;
- * - null: sign it.
- */
-function nextDiversion(identities: string[], divertedFrom: string, called: string): SipResponse | 'unchanged' | null {
-  const decoded = identities.map((value) => decodeCompactJws(parseIdentityHeader(value).jws))
-  const shaken = decoded.find((jws) => jws.header.ppt !== 'div')!
-  const before = decoded.filter((jws) => jws !== shaken)
-  const next = { header: { ppt: 'div' }, payload: { div: { tn: divertedFrom }, dest: { tn: [called] } }, signingInput: '', signature: Buffer.alloc(0) }
-  try {
-    const reached = orderDiversions(shaken, before, `+${divertedFrom}`).at(-1)?.to ?? destTns(shaken.payload)
-    if (reached?.includes(called) === true) return 'unchanged'
-    orderDiversions(shaken, [...before, next], `+${called}`)
-    return null
-  } catch (err) {
-    if (!(err instanceof CheckFailed)) throw err
-    if (err.code === 'DIV_TOO_MANY') return refused(483, 'Too Many Hops', `the call was diverted ${before.length} times already; verifiers check at most ${MAX_DIVERSIONS}`)
-    return refused(482, 'Loop Detected', `a div PASSporT from +${divertedFrom} would not verify: ${err.message}`)
-  }
 }
 
 const warning = (why: string): [string, string] => ['Warning', `399 kns "${safeText(why)}"`]

@@ -6,8 +6,12 @@ import { Counter, Gauge, type Registry } from 'prom-client'
 import { findApiKey, type SigningBinding } from '../keys/api-keys.ts'
 import type { SipSettings } from '../lib/sip-settings.ts'
 import type { Service } from '../service.ts'
-import { declaredLength, headerEnd, MAX_MESSAGE_BYTES, parseRequest, renderResponse, single, SipParseError, transactionKey, type SipRequest, type SipResponse } from './message.ts'
+import {
+  declaredLength, echoTooLarge, headerEnd, MAX_MESSAGE_BYTES, parseRequest, renderBounded, single, SipParseError, toTagOf, transactionKey, type SipRequest,
+  type SipResponse,
+} from './message.ts'
 import { redirect, type RedirectPolicy } from './redirect.ts'
+import { UdpSources } from './sources.ts'
 import { InviteTransactions } from './transactions.ts'
 
 /**
@@ -15,7 +19,9 @@ import { InviteTransactions } from './transactions.ts'
  * SIP_TRUSTED_SOURCES (anyone else is dropped without an answer: no reflection, nothing
  * learnt). INVITE -> 302/603/4xx (src/sip/redirect.ts); OPTIONS -> 200 (SBC keep-alive);
  * CANCEL -> 200 and 487 for an INVITE not yet answered; ACK absorbed; other methods 405.
- * Over UDP the INVITE's final response is retransmitted until its ACK (RFC 3261 17.2.1).
+ * Over UDP the INVITE's final response is retransmitted until its ACK (RFC 3261 17.2.1) when a
+ * 100 Trying went out; what a UDP source that has not proved it receives our answers is sent
+ * is bounded (src/sip/sources.ts); no answer is larger than MAX_ANSWER_BYTES (message.ts).
  */
 const ALLOW = 'INVITE, ACK, CANCEL, OPTIONS'
 /** INVITEs being worked on at once; past it, 503 with Retry-After (an SBC then tries another server). */
@@ -34,6 +40,7 @@ export class SipServer {
   readonly #settings: SipSettings
   readonly #isTrusted: (address: string) => boolean
   readonly #transactions: InviteTransactions
+  readonly #sources = new UdpSources()
   readonly #policy: RedirectPolicy
   #udp: UdpSocket | undefined
   #tcp: TcpServer | undefined
@@ -136,6 +143,8 @@ export class SipServer {
     // Keep-alive (RFC 5626 4.4.1): a bare CRLF datagram needs no answer over UDP.
     if (message.length <= 4 && message.toString('latin1').trim() === '') return
     const reply: Reply = (bytes) => {
+      // A source that has not proved it receives our answers may be a forged one: its budget.
+      if (!this.#sources.allow(remote.address, bytes.length)) return this.#drop('unconfirmed_source_budget')
       try {
         this.#udp?.send(bytes, remote.port, remote.address)
       } catch {
@@ -219,11 +228,13 @@ export class SipServer {
     }
     if (request === null) return this.#drop('response')
     const toTag = randomBytes(6).toString('hex')
-    const send = (response: SipResponse) => {
-      reply(renderResponse(request, response, source, toTag))
+    const send = (response: SipResponse, topViaOnly = false) => {
+      const bytes = renderBounded(request, response, source, toTag, topViaOnly)
+      if (bytes === null) return this.#drop('oversized_answer')
+      reply(bytes)
       this.#count(request.method, response.status, transport)
     }
-    const key = transactionKey(request)
+    const key = transactionKey(request, source.address)
     // What a response must copy. Without a Via no response can be addressed (dropped); an ACK gets none.
     const addressable = (request.headers.get('via')?.length ?? 0) > 0
     let complete = addressable
@@ -236,9 +247,17 @@ export class SipServer {
       if (request.method === 'ACK' || !addressable) return this.#drop('unaddressable')
       return send({ status: 400, reason: 'Bad Request', headers: [['Warning', '399 kns "Via, From, To, Call-ID and CSeq must each appear once"']] })
     }
+    // An answer echoes the request's Via, From, To, Call-ID and CSeq: one that would echo more
+    // than an answer may is refused, echoing only its top Via (a 513 would be a 5xx).
+    const tooLarge = echoTooLarge(request)
+    if (tooLarge !== null) {
+      if (request.method === 'ACK') return this.#drop('oversized_answer')
+      return send({ status: 400, reason: 'Bad Request', headers: [['Warning', `399 kns "${tooLarge}"`]] }, true)
+    }
     switch (request.method) {
       case 'ACK':
-        if (key !== null) this.#transactions.acknowledged(key)
+        // Our To tag in it: its source received our answer, so it is no forged one.
+        if (key !== null && this.#transactions.acknowledged(key, toTagOf(request)) && transport === 'udp') this.#sources.confirm(source.address)
         return
       case 'OPTIONS':
         return send({ status: 200, reason: 'OK', headers: [['Allow', ALLOW], ['Accept', 'application/sdp']] })
@@ -247,9 +266,8 @@ export class SipServer {
         if (key === null || !this.#transactions.has(key)) return send({ status: 481, reason: 'Call/Transaction Does Not Exist', headers: [] })
         send({ status: 200, reason: 'OK', headers: [] })
         const pending = this.#transactions.cancel(key)
-        if (pending?.finish(renderResponse(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, pending.source, toTag))) {
-          this.#count('INVITE', 487, transport)
-        }
+        const terminated = pending === undefined ? null : renderBounded(pending.request, { status: 487, reason: 'Request Terminated', headers: [] }, pending.source, pending.toTag)
+        if (terminated !== null && pending?.finish(terminated) === true) this.#count('INVITE', 487, transport)
         return
       }
       case 'INVITE':
@@ -266,8 +284,14 @@ export class SipServer {
     if (this.#inFlight >= MAX_IN_FLIGHT) {
       return send({ status: 503, reason: 'Service Unavailable', headers: [['Retry-After', '1']] })
     }
-    const trying = () => reply(renderResponse(request, { status: 100, reason: 'Trying', headers: [] }, source, ''))
-    const tracked = key === null ? undefined : this.#transactions.begin(key, request, source, size, reply, transport === 'udp', trying)
+    // No 100 Trying to a UDP source not confirmed yet: without one, the final response is not
+    // retransmitted (the client's INVITE retransmissions get it), so a forged INVITE gets one answer.
+    const confirmed = transport === 'tcp' || this.#sources.isConfirmed(source.address)
+    const trying = confirmed ? () => {
+      const bytes = renderBounded(request, { status: 100, reason: 'Trying', headers: [] }, source, '')
+      if (bytes !== null) reply(bytes)
+    } : undefined
+    const tracked = key === null ? undefined : this.#transactions.begin(key, request, source, size, reply, transport === 'udp', trying, toTag)
     this.#inFlight++
     let response: SipResponse
     try {
@@ -283,8 +307,10 @@ export class SipServer {
       this.#inFlight--
     }
     if (tracked !== undefined) {
+      const bytes = renderBounded(request, response, source, toTag)
+      if (bytes === null) return this.#drop('oversized_answer')
       // Cancelled meanwhile: the 487 went out instead.
-      if (!tracked.finish(renderResponse(request, response, source, toTag))) return
+      if (!tracked.finish(bytes)) return
       this.#count(request.method, response.status, transport)
       return
     }

@@ -1,10 +1,19 @@
+import { timingSafeEqual } from 'node:crypto'
 import type { SipRequest } from './message.ts'
 
 /**
- * INVITE server transactions (RFC 3261 17.2.1), keyed by the top Via's branch and sent-by:
- * a retransmitted INVITE gets the final response again (nothing while it is worked on), a
- * CANCEL finds the INVITE it cancels, and over UDP the final response is sent again at T1,
+ * INVITE server transactions (RFC 3261 17.2.1), keyed by the source address, the top Via's
+ * branch and sent-by, Call-ID and CSeq (message.ts transactionKey): a retransmitted INVITE gets
+ * the final response again (nothing while it is worked on), a CANCEL finds the INVITE it
+ * cancels, and over UDP, once a 100 Trying went out, the final response is sent again at T1,
  * 2T1, ... (at most T2 apart) until the ACK comes or 64 T1 pass (Timer G, Timer H).
+ *
+ * Timer G only after a 100 Trying: a client stops retransmitting its INVITE only once it has a
+ * provisional response (RFC 3261 17.1.1.2, Calling -> Proceeding); before that, its own
+ * retransmissions, each answered with the final response again, recover a lost one, so a final
+ * response sent without a 100 Trying is sent once per INVITE datagram. A source that has not
+ * proved it receives our answers is sent no 100 Trying (src/sip/sources.ts), so a forged
+ * INVITE gets one answer, not eleven.
  *
  * One clock for all of them (a tick every TICK_MS, only while a transaction waits) instead of
  * timers per INVITE: at thousands of INVITEs a second, three timers each (100 Trying, G, H)
@@ -29,6 +38,8 @@ export interface Tracked {
   readonly request: SipRequest
   /** Where the INVITE came from (its response's Via is stamped for it). */
   readonly source: { address: string; port: number }
+  /** The To tag of its final response (a CANCEL's 487 carries it too). */
+  readonly toTag: string
   /** Sends the final response once; false when one went out already (a CANCEL's 487). */
   finish(bytes: Buffer): boolean
 }
@@ -39,14 +50,19 @@ class Entry implements Tracked {
   readonly source: { address: string; port: number }
   readonly size: number
   readonly reply: (bytes: Buffer) => void
+  /** An unreliable transport (UDP): Timer G runs once a 100 Trying went out. */
   readonly retransmit: boolean
+  /** The To tag of our final response (an ACK carrying it proves its sender received it). */
+  readonly toTag: string
+  /** A 100 Trying went out: the client stopped retransmitting, so we retransmit. */
+  provisional = false
   final: Buffer | undefined
   /** When to send the final response again (retransmit), and when to forget the transaction. */
   nextAt = Infinity
   interval = T1_MS
   forgetAt: number
   readonly tryingAt: number
-  /** Sends 100 Trying; cleared once sent or answered. */
+  /** Sends 100 Trying (undefined: none may be sent); cleared once sent or answered. */
   trying: (() => void) | undefined
   /** The clock tick whose set holds it (-1: none); true once forgotten. */
   tick = -1
@@ -54,7 +70,7 @@ class Entry implements Tracked {
   readonly #owner: InviteTransactions
 
   constructor(owner: InviteTransactions, key: string, request: SipRequest, source: { address: string; port: number }, size: number,
-    reply: (bytes: Buffer) => void, retransmit: boolean, now: number, trying: () => void) {
+    reply: (bytes: Buffer) => void, retransmit: boolean, now: number, trying: (() => void) | undefined, toTag: string) {
     this.#owner = owner
     this.key = key
     this.request = { ...request, body: EMPTY }
@@ -62,6 +78,7 @@ class Entry implements Tracked {
     this.size = size
     this.reply = reply
     this.retransmit = retransmit
+    this.toTag = toTag
     this.tryingAt = now + TRYING_AFTER_MS
     this.trying = trying
     // Until its final response: as long as Timer H would allow after one.
@@ -70,7 +87,11 @@ class Entry implements Tracked {
 
   /** When it next has something to do. */
   dueAt(): number {
-    return Math.min(this.forgetAt, this.trying === undefined ? Infinity : this.tryingAt, this.final !== undefined && this.retransmit ? this.nextAt : Infinity)
+    return Math.min(this.forgetAt, this.trying === undefined ? Infinity : this.tryingAt, this.final !== undefined && this.retransmitting ? this.nextAt : Infinity)
+  }
+
+  get retransmitting(): boolean {
+    return this.retransmit && this.provisional
   }
 
   finish(bytes: Buffer): boolean {
@@ -80,7 +101,7 @@ class Entry implements Tracked {
     this.reply(bytes)
     const now = this.#owner.now()
     this.forgetAt = now + (this.retransmit ? TIMER_H_MS : T1_MS * 64)
-    if (this.retransmit) this.nextAt = now + T1_MS
+    if (this.retransmitting) this.nextAt = now + T1_MS
     if (!this.gone) this.#owner.schedule(this)
     return true
   }
@@ -119,13 +140,14 @@ export class InviteTransactions {
   }
 
   /**
-   * A new INVITE: remembered until its ACK or Timer H; `retransmit` (UDP) sends its final
-   * response again until then; `trying` is called if no final response is ready in 200 ms.
+   * A new INVITE: remembered until its ACK or Timer H; `trying` (when given) is called if no
+   * final response is ready in 200 ms, and then, with `retransmit` (UDP), the final response
+   * is sent again until the ACK or Timer H. `toTag`: the To tag its final response carries.
    */
   begin(key: string, request: SipRequest, source: { address: string; port: number }, size: number,
-    reply: (bytes: Buffer) => void, retransmit: boolean, trying: () => void): Tracked {
+    reply: (bytes: Buffer) => void, retransmit: boolean, trying: (() => void) | undefined, toTag: string): Tracked {
     while (this.#entries.size > 0 && (this.#entries.size >= MAX_ENTRIES || this.#bytes + size > MAX_BYTES)) this.#forget(this.#entries.keys().next().value!)
-    const entry = new Entry(this, key, request, source, size, reply, retransmit, this.now(), trying)
+    const entry = new Entry(this, key, request, source, size, reply, retransmit, this.now(), trying, toTag)
     this.#forget(key)
     this.#entries.set(key, entry)
     this.#bytes += size
@@ -137,9 +159,16 @@ export class InviteTransactions {
     return this.#entries.has(key)
   }
 
-  /** The ACK of a final response: no more retransmissions, the transaction is done. */
-  acknowledged(key: string): void {
+  /**
+   * The ACK of a final response: no more retransmissions, the transaction is done. true when
+   * it carried the To tag of the final response sent: its sender received it.
+   */
+  acknowledged(key: string, toTag: string | undefined): boolean {
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return false
     this.#forget(key)
+    if (entry.final === undefined || toTag === undefined || toTag.length !== entry.toTag.length) return false
+    return timingSafeEqual(Buffer.from(toTag), Buffer.from(entry.toTag))
   }
 
   /** A CANCEL: the INVITE still without a final response, if any (the caller answers it 487). */
@@ -218,9 +247,10 @@ export class InviteTransactions {
       if (entry.trying !== undefined && now >= entry.tryingAt) {
         const trying = entry.trying
         entry.trying = undefined
+        entry.provisional = true
         trying()
       }
-      if (entry.final !== undefined && entry.retransmit && now >= entry.nextAt) {
+      if (entry.final !== undefined && entry.retransmitting && now >= entry.nextAt) {
         entry.interval = Math.min(entry.interval * 2, T2_MS)
         entry.nextAt = now + entry.interval
         entry.reply(entry.final)

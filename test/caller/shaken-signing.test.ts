@@ -93,6 +93,20 @@ describe('POST /stir/v1/signing', () => {
   test('refused: without the signing scope, an iat far from now, a malformed origid, an unknown credential', async () => {
     assertError(await sign(signingRequest(), verifier), 403, 'FORBIDDEN')
     assertError(await sign(signingRequest({ iat: Math.floor(Date.now() / 1000) - 3600 })), 400, 'INVALID_REQUEST')
+  })
+
+  test('iat: never one our own verifier refuses (issue 31): at most 5 s ahead (IAT_IN_FUTURE), no older than CALL_MAX_AGE_S (IAT_TOO_OLD)', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    for (const ahead of [6, 60, 299]) assertError(await sign(signingRequest({ iat: now + ahead })), 400, 'INVALID_REQUEST', 'signingRequest.iat')
+    assertError(await sign(signingRequest({ iat: now - 120 })), 400, 'INVALID_REQUEST', 'signingRequest.iat')
+    // Within the bounds: what is signed verifies, at the edges too.
+    for (const iat of [now + 4, now - 50]) {
+      const answer = await sign(signingRequest({ iat }))
+      assert.equal(answer.statusCode, 200, answer.body)
+      const verified = await h.app.inject({ method: 'POST', url: '/numsys/call-signature-verification', headers: { 'x-api-key': verifier },
+        payload: { origTN: '+12025550142', destTN: '+14155550199', identity: answer.json().signingResponse.identity } })
+      assert.equal(verified.json().success, true, `iat ${iat - now}: ${verified.body}`)
+    }
     assertError(await sign(signingRequest({ origid: 'not-a-uuid' })), 400, 'INVALID_REQUEST')
     // Not bound to this key: refused whether it exists or not (the answer does not tell).
     assertError(await sign(signingRequest({ credential: 'nope' })), 403, 'FORBIDDEN')

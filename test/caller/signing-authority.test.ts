@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { addCredential } from '../../src/caller/shaken/credentials.ts'
-import type { SigningBinding } from '../../src/keys/api-keys.ts'
+import { bindingCoversNumber, parseSigningBinding, type SigningBinding } from '../../src/keys/api-keys.ts'
 import { SealedBox } from '../../src/lib/sealed-box.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { assertError } from '../support/kns.ts'
@@ -113,6 +113,21 @@ describe('what a key is bound to', () => {
     assertError(await sign(key, request('14155550101')), 403, 'FORBIDDEN', 'signingRequest.orig.tn')
   })
 
+  test('numbers: +1202555* covers the numbers that extend the prefix, not +1202555 itself (issue 31)', async () => {
+    const key = await bound(['carrier'], { numbers: ['+1202555*'] })
+    assert.equal((await sign(key, request('12025550142'))).statusCode, 200)
+    assert.equal((await sign(key, request('12025551'))).statusCode, 200, 'one digit more')
+    assertError(await sign(key, request('1202555')), 403, 'FORBIDDEN', 'signingRequest.orig.tn')
+    const binding = parseSigningBinding({ credentials: 'carrier', numbers: '+1202555*,+14155550100' })
+    assert.equal(bindingCoversNumber(binding, '1202555'), false)
+    assert.equal(bindingCoversNumber(binding, '120255'), false)
+    assert.equal(bindingCoversNumber(binding, '12025550'), true)
+    assert.equal(bindingCoversNumber(binding, '14155550100'), true)
+    // A 15-digit prefix: no E.164 number extends it, so it is refused rather than matching nothing.
+    assert.throws(() => parseSigningBinding({ credentials: 'carrier', numbers: '+120255501420000*' }), /not an E.164 number or a prefix/)
+    assert.doesNotThrow(() => parseSigningBinding({ credentials: 'carrier', numbers: '+12025550142000*' }))
+  })
+
   test('without credential named: the TN-listing credential before the SPC one; two alike: name one', async () => {
     const key = await bound(['carrier', 'delegate'])
     const inRange = await sign(key, request(IN_RANGE))
@@ -130,7 +145,7 @@ describe('div PASSporTs and caller names', () => {
     const originating = await bound(['carrier'])
     const diverting = await bound(['delegate'])
     const shaken = identityOf(await sign(originating, request('14155550100', { dest: { tn: [IN_RANGE] } })))
-    const res = await sign(diverting, { signingRequest: { ppt: 'div', orig: { tn: '14155550100' }, div: { tn: IN_RANGE }, dest: { tn: ['14155550123'] }, iat: Math.floor(Date.now() / 1000) } })
+    const res = await sign(diverting, { signingRequest: { ppt: 'div', orig: { tn: '14155550100' }, div: { tn: IN_RANGE }, dest: { tn: ['14155550123'] }, iat: Math.floor(Date.now() / 1000), identity: shaken } })
     assert.equal(res.statusCode, 200, res.body)
     const div = identityOf(res)
     assert.match(div, /;ppt=div$/)
@@ -142,11 +157,38 @@ describe('div PASSporTs and caller names', () => {
 
   test('div: the credential must cover the diverting number; div needs ppt div and div.tn', async () => {
     const diverting = await bound(['delegate'])
-    const body = (over: Record<string, unknown>) => ({ signingRequest: { ppt: 'div', orig: { tn: '14155550100' }, div: { tn: OUTSIDE }, dest: { tn: ['14155550123'] }, iat: Math.floor(Date.now() / 1000), ...over } })
+    const body = (over: Record<string, unknown>) => ({ signingRequest: { ppt: 'div', orig: { tn: '14155550100' }, div: { tn: OUTSIDE }, dest: { tn: ['14155550123'] }, iat: Math.floor(Date.now() / 1000), identity: 'a.b.c', ...over } })
     assertError(await sign(diverting, body({})), 403, 'FORBIDDEN', 'signingRequest.div.tn')
     assertError(await sign(diverting, body({ div: undefined })), 400, 'INVALID_REQUEST', 'signingRequest.div')
     assertError(await sign(diverting, body({ ppt: undefined, attest: 'A', origid: randomUUID(), div: { tn: IN_RANGE } })), 400, 'INVALID_REQUEST', 'signingRequest.div')
     assertError(await sign(diverting, request(IN_RANGE, { attest: undefined })), 400, 'INVALID_REQUEST', 'signingRequest.attest')
+    assertError(await sign(diverting, request(IN_RANGE, { identity: 'a.b.c' })), 400, 'INVALID_REQUEST', 'signingRequest.identity')
+  })
+
+  test('div over HTTP follows the SIP rule: only on top of the call\'s own Identity, verified from orig to div.tn (issue 31)', async () => {
+    const originating = await bound(['carrier'])
+    const diverting = await bound(['delegate'])
+    const shaken = identityOf(await sign(originating, request('14155550100', { dest: { tn: [IN_RANGE] } })))
+    const div = (over: Record<string, unknown>) => sign(diverting, { signingRequest: { ppt: 'div', orig: { tn: '14155550100' }, div: { tn: IN_RANGE }, dest: { tn: ['14155550123'] }, iat: Math.floor(Date.now() / 1000), ...over } })
+    // The report's case: a div for any orig without the call's Identity. Refused, nothing signed.
+    const without = await div({})
+    assertError(without, 400, 'INVALID_REQUEST', 'signingRequest.identity')
+    assert.match(without.json().message, /verified Identity/)
+    // A call from another number, or to another destination than the diverting one, or tampered: 403.
+    assertError(await div({ orig: { tn: '14155550101' }, identity: shaken }), 403, 'FORBIDDEN', 'signingRequest.identity')
+    const elsewhere = identityOf(await sign(originating, request('14155550100', { dest: { tn: [DEST] } })))
+    assertError(await div({ identity: elsewhere }), 403, 'FORBIDDEN', 'signingRequest.identity')
+    assertError(await div({ identity: shaken.replace(/\.([\w-]{4})/, '.AAAA') }), 403, 'FORBIDDEN', 'signingRequest.identity')
+    assertError(await div({ identity: 'not a header' }), 403, 'FORBIDDEN', 'signingRequest.identity')
+    // The destination did not change (the diverting number itself, or one the call already listed): 400.
+    assertError(await div({ identity: shaken, dest: { tn: [IN_RANGE] } }), 400, 'INVALID_REQUEST', 'signingRequest.dest')
+    const listed = identityOf(await sign(originating, request('14155550100', { dest: { tn: [IN_RANGE, '14155550123'] } })))
+    assertError(await div({ identity: listed }), 400, 'INVALID_REQUEST', 'signingRequest.dest')
+    // The same call, its Identity given as a list: signed, and the chain verifies.
+    const ok = await div({ identity: [shaken] })
+    assert.equal(ok.statusCode, 200, ok.body)
+    const answer = await verify('14155550100', '14155550123', [identityOf(ok), shaken])
+    assert.equal(answer.success, true, answer.debug.reason)
   })
 
   test('a credential configured with a display name signs it as rcd nam; the verifier returns it', async () => {

@@ -1,7 +1,8 @@
 /**
  * The INVITE server transactions' clock (RFC 3261 17.2.1) on a mocked clock: 100 Trying after
- * 200 ms, the final response again at T1, 2T1, ... at most T2 apart until the ACK or Timer H,
- * transactions forgotten at Timer H; checked against a model of those rules for random
+ * 200 ms (only to a confirmed source), the final response again at T1, 2T1, ... at most T2 apart
+ * until the ACK or Timer H over UDP once a 100 Trying went out (else sent once: the client's
+ * own retransmissions get it again), transactions forgotten at Timer H; checked against a model of those rules for random
  * schedules of many transactions at once (each tick visits only what is due, so one
  * transaction's timers must not depend on the others').
  */
@@ -27,6 +28,8 @@ interface Plan {
   /** When the ACK comes, after the final response (none: never). */
   ackAfter: number | null
   udp: boolean
+  /** The source proved it receives our answers: it may be sent a 100 Trying (and then retransmissions). */
+  confirmed: boolean
 }
 
 interface Seen { trying: number[]; finals: number[]; forgottenBy: number | null }
@@ -40,10 +43,11 @@ function run(plans: Plan[], until: number): Seen[] {
     plans.forEach((plan, i) => {
       const key = `t${i}`
       if (now === plan.beginAt) {
-        tracked.set(i, transactions.begin(key, request, source, 100, () => seen[i]!.finals.push(Date.now()), plan.udp, () => seen[i]!.trying.push(Date.now())))
+        const trying = plan.confirmed ? () => seen[i]!.trying.push(Date.now()) : undefined
+        tracked.set(i, transactions.begin(key, request, source, 100, () => seen[i]!.finals.push(Date.now()), plan.udp, trying, 'tag'))
       }
       if (plan.finalAfter !== null && now === plan.beginAt + plan.finalAfter) tracked.get(i)!.finish(Buffer.from('SIP/2.0 302'))
-      if (plan.finalAfter !== null && plan.ackAfter !== null && now === plan.beginAt + plan.finalAfter + plan.ackAfter) transactions.acknowledged(key)
+      if (plan.finalAfter !== null && plan.ackAfter !== null && now === plan.beginAt + plan.finalAfter + plan.ackAfter) transactions.acknowledged(key, 'tag')
       if (now > plan.beginAt && seen[i]!.forgottenBy === null && !transactions.has(key)) seen[i]!.forgottenBy = now
     })
     mock.timers.tick(STEP)
@@ -62,7 +66,8 @@ function check(plan: Plan, seen: Seen): void {
   const at = (offset: number) => plan.beginAt + offset
   // 100 Trying: once, 200 ms after the INVITE, unless the final response was ready by then.
   // (An answer at the 200th ms itself may come after the tick that sent the 100 Trying.)
-  if (plan.finalAfter !== null && plan.finalAfter < 200) assert.deepEqual(seen.trying, [], 'no 100 Trying when answered in time')
+  if (!plan.confirmed) assert.deepEqual(seen.trying, [], 'no 100 Trying to an unconfirmed source')
+  else if (plan.finalAfter !== null && plan.finalAfter < 200) assert.deepEqual(seen.trying, [], 'no 100 Trying when answered in time')
   else if (plan.finalAfter === null || plan.finalAfter > 200 + LATE) {
     assert.equal(seen.trying.length, 1, `one 100 Trying: ${seen.trying}`)
     assert.ok(seen.trying[0]! >= at(200) && seen.trying[0]! <= at(200 + LATE), `100 Trying at ${seen.trying[0]! - plan.beginAt}`)
@@ -79,6 +84,7 @@ function check(plan: Plan, seen: Seen): void {
   const ack = plan.ackAfter === null ? Infinity : final + plan.ackAfter
   const end = Math.min(ack, final + H)
   if (!plan.udp) assert.deepEqual(seen.finals, [final], 'over TCP it is sent once')
+  else if (seen.trying.length === 0) assert.deepEqual(seen.finals, [final], 'without a 100 Trying it is sent once (the client retransmits its INVITE)')
   else {
     // Again at T1, 2T1, 4T1, then every T2, until the ACK or Timer H.
     let interval = T1
@@ -99,20 +105,47 @@ function check(plan: Plan, seen: Seen): void {
   assert.ok(seen.forgottenBy !== null && seen.forgottenBy >= forgetAt && seen.forgottenBy <= forgetAt + LATE + STEP, `forgotten ${seen.forgottenBy} (due ${forgetAt})`)
 }
 
-test('UDP: the final response again at T1, 2T1, 4T1, T2, T2, ... until the ACK; TCP: once; both forgotten at the ACK', () => {
+test('UDP after a 100 Trying: the final response again at T1, 2T1, 4T1, T2, T2, ... until the ACK; TCP: once; both forgotten at the ACK', () => {
   const plans: Plan[] = [
-    { beginAt: 0, finalAfter: 0, ackAfter: 9000, udp: true },
-    { beginAt: 0, finalAfter: 0, ackAfter: 9000, udp: false },
+    { beginAt: 0, finalAfter: 300, ackAfter: 9000, udp: true, confirmed: true },
+    { beginAt: 0, finalAfter: 300, ackAfter: 9000, udp: false, confirmed: true },
   ]
   const [udp, tcp] = run(plans, 12_000)
-  assert.deepEqual(udp!.finals.map((t, k, all) => (k === 0 ? t : t - all[k - 1]!)).map((gap) => Math.round(gap / 100) * 100), [0, 500, 1000, 2000, 4000])
+  assert.equal(udp!.trying.length, 1)
+  assert.deepEqual(udp!.finals.map((t, k, all) => (k === 0 ? t : t - all[k - 1]!)).map((gap) => Math.round(gap / 100) * 100), [300, 500, 1000, 2000, 4000])
   plans.forEach((plan, i) => check(plan, [udp!, tcp!][i]!))
+})
+
+test('UDP: answered before any 100 Trying, or to an unconfirmed source (no 100 Trying at all): the final response once, not again until Timer H (issue 31)', () => {
+  const plans: Plan[] = [
+    { beginAt: 0, finalAfter: 0, ackAfter: null, udp: true, confirmed: true },
+    { beginAt: 0, finalAfter: 3000, ackAfter: null, udp: true, confirmed: false },
+  ]
+  const seen = run(plans, 40_000)
+  assert.deepEqual(seen.map((s) => s.finals.length), [1, 1])
+  assert.deepEqual(seen[1]!.trying, [])
+  plans.forEach((plan, i) => check(plan, seen[i]!))
+})
+
+test('an ACK confirms its sender only with the To tag of the final response, and only after one', () => {
+  const transactions = new InviteTransactions(() => Date.now())
+  const begin = (key: string) => transactions.begin(key, request, source, 100, () => {}, true, undefined, 'a1b2c3d4e5f6')
+  begin('k1').finish(Buffer.from('SIP/2.0 302'))
+  assert.equal(transactions.acknowledged('k1', 'a1b2c3d4e5f7'), false, 'another tag')
+  begin('k2').finish(Buffer.from('SIP/2.0 302'))
+  assert.equal(transactions.acknowledged('k2', undefined), false, 'no tag')
+  begin('k3')
+  assert.equal(transactions.acknowledged('k3', 'a1b2c3d4e5f6'), false, 'no final response yet')
+  begin('k4').finish(Buffer.from('SIP/2.0 302'))
+  assert.equal(transactions.acknowledged('k4', 'a1b2c3d4e5f6'), true)
+  assert.equal(transactions.acknowledged('k4', 'a1b2c3d4e5f6'), false, 'forgotten')
+  transactions.clear()
 })
 
 test('no ACK: retransmissions stop and the transaction is forgotten at Timer H (32 s); no answer at all: forgotten 32 s after the INVITE', () => {
   const plans: Plan[] = [
-    { beginAt: 0, finalAfter: 300, ackAfter: null, udp: true },
-    { beginAt: 20, finalAfter: null, ackAfter: null, udp: true },
+    { beginAt: 0, finalAfter: 300, ackAfter: null, udp: true, confirmed: true },
+    { beginAt: 20, finalAfter: null, ackAfter: null, udp: true, confirmed: true },
   ]
   const seen = run(plans, 40_000)
   plans.forEach((plan, i) => check(plan, seen[i]!))
@@ -127,6 +160,7 @@ test('many transactions at random times: each one\'s timers as RFC 3261 has them
     finalAfter: fc.option(fc.integer({ min: 0, max: 2000 }).map((n) => n * STEP), { nil: null, freq: 4 }),
     ackAfter: fc.option(fc.integer({ min: 0, max: 3500 }).map((n) => n * STEP), { nil: null, freq: 3 }),
     udp: fc.boolean(),
+    confirmed: fc.boolean(),
   })
   fc.assert(fc.property(fc.array(plan, { minLength: 1, maxLength: 40 }), (plans) => {
     mock.timers.reset()

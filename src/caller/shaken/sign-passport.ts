@@ -1,4 +1,6 @@
 import { sign } from 'node:crypto'
+import { ValidationError } from '../../errors.ts'
+import { MAX_CLOCK_SKEW_S } from '../passport-checks.ts'
 import type { SigningCredential } from './credentials.ts'
 
 /** What an STI-AS is asked to sign (ATIS-1000082 signingRequest, RFC 8588 claims). */
@@ -17,6 +19,23 @@ export interface DivClaims {
   div: string
   dest: string[]
   iat: number
+}
+
+/** How old a requested iat may be when the verifier sets no age limit (CALL_MAX_AGE_S=0): a signer does not backdate. */
+const MAX_IAT_AGE_S = 300
+
+/**
+ * The iat a signing request may ask for: one this service's own verifier accepts
+ * (passport-checks.ts), so nothing is signed that it would refuse: at most MAX_CLOCK_SKEW_S
+ * ahead of the clock (IAT_IN_FUTURE otherwise) and no older than CALL_MAX_AGE_S (`maxAgeS`;
+ * IAT_TOO_OLD otherwise), nor than MAX_IAT_AGE_S. 400 otherwise, naming the field.
+ */
+export function checkSigningIat(iat: number, nowS: number, maxAgeS: number, field: string): void {
+  if (iat > nowS + MAX_CLOCK_SKEW_S) {
+    throw new ValidationError(`iat is ${iat - nowS} s ahead of the server clock; at most ${MAX_CLOCK_SKEW_S} s (what verifiers accept)`, { field })
+  }
+  const maxAge = maxAgeS > 0 ? Math.min(maxAgeS, MAX_IAT_AGE_S) : MAX_IAT_AGE_S
+  if (iat < nowS - maxAge) throw new ValidationError(`iat is ${nowS - iat} s old; at most ${maxAge} s (a PASSporT older than that is refused as stale)`, { field })
 }
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
