@@ -8,10 +8,16 @@ import { isIP } from 'node:net'
  * is not an address is returned unchanged (it keys a budget of its own as before).
  */
 export function addressGroup(address: string): string {
-  const mapped = /^::ffff:/i.test(address) ? address.slice(7) : address
-  if (isIP(mapped) === 4) return mapped
+  if (isIP(address) === 4) return address
   if (isIP(address) !== 6) return address
-  return `${ipv6Groups(address).slice(0, 4).join(':')}::/64`
+  const groups = ipv6Groups(address)
+  // IPv4-mapped in any spelling (`::ffff:192.0.2.1`, `::ffff:c000:201`, `0:0:0:0:0:ffff:...`):
+  // else every IPv4 client written so would share the one group 0:0:0:0::/64.
+  if (groups.slice(0, 5).every((group) => group === '0') && groups[5] === 'ffff') {
+    const [high, low] = groups.slice(6).map((group) => Number.parseInt(group, 16)) as [number, number]
+    return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.')
+  }
+  return `${groups.slice(0, 4).join(':')}::/64`
 }
 
 /** The eight 16-bit groups of an IPv6 address, in lowercase hex without leading zeros. */

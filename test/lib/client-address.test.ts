@@ -7,6 +7,10 @@ test('IPv4 addresses are their own group, mapped or not', () => {
   assert.equal(addressGroup('192.0.2.1'), '192.0.2.1')
   assert.equal(addressGroup('::ffff:192.0.2.1'), '192.0.2.1')
   assert.equal(addressGroup('::FFFF:192.0.2.1'), '192.0.2.1')
+  for (const spelling of ['::ffff:c000:201', '0:0:0:0:0:ffff:192.0.2.1', '0000:0000:0000:0000:0000:FFFF:C000:0201', '::ffff:192.0.2.1%eth0']) {
+    assert.equal(addressGroup(spelling), '192.0.2.1', spelling)
+  }
+  assert.notEqual(addressGroup('::ffff:c000:202'), addressGroup('::ffff:c000:201'))
   assert.notEqual(addressGroup('192.0.2.1'), addressGroup('192.0.2.2'))
 })
 
