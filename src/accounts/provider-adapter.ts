@@ -85,8 +85,9 @@ export class PayloadAdapter implements Adapter {
 
 /**
  * What oidc-provider does on a replayed code: every payload of the grant (codes, tokens) and
- * the grant itself. A token the winner of a concurrent redemption saves after this survives;
- * its id_token, a signed JWT, cannot be recalled anyway.
+ * the grant itself. An access token the winner of a concurrent redemption saves after this is
+ * stored but dead (its grant is gone, so userinfo refuses it); its id_token, a signed JWT,
+ * cannot be recalled and stays valid until it expires.
  */
 async function revokeGrant(db: Database, grantId: string): Promise<void> {
   await db.run('DELETE FROM oidc_payloads WHERE grant_id = $1 OR (model = $2 AND id = $1)', [grantId, 'Grant'])

@@ -7,8 +7,9 @@ import { ValidationError } from '../errors.ts'
  * other parsers (a relying party's, a proxy's, a security scanner's) follow RFC 3986. A URI on
  * which they disagree, `http://localhost:45080\@evil.example/` (WHATWG: host localhost, path
  * `/@evil.example/`; RFC 3986: user `localhost:45080\`, host evil.example), is refused, as are
- * credentials, fragments, wildcards and characters outside RFC 3986. What is stored is the form
- * a browser sends back (the WHATWG serialization): a URI written otherwise is refused with it.
+ * credentials, fragments, wildcards and characters outside RFC 3986. A URI that is fit is stored
+ * as given: clients send back the string they registered and the provider compares strings,
+ * so another spelling of the same place (`HTTPS://App.example`, `:443`, no path) is harmless.
  */
 const MAX_LENGTH = 512
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
@@ -40,13 +41,9 @@ export function redirectUriProblem(raw: string): string | null {
   return null
 }
 
-/** A redirect URI to register, as given when it is fit and already in the form browsers send back; else a ValidationError. */
+/** A redirect URI to register, as given when it is fit; else a ValidationError. */
 export function checkRedirectUri(raw: string): string {
   const problem = redirectUriProblem(raw)
   if (problem !== null) throw new ValidationError(`${problem}: ${JSON.stringify(raw)}`, FIELD)
-  const normalized = new URL(raw).href
-  if (normalized !== raw) {
-    throw new ValidationError(`write the redirect URI ${JSON.stringify(raw)} as ${JSON.stringify(normalized)}: it is compared exactly with what clients send`, FIELD)
-  }
   return raw
 }
