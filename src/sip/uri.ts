@@ -19,8 +19,12 @@ const PARAM_CHARS = chars('\\[\\]/:&+$', '+')
 /** hname / hvalue: hnv-unreserved / unreserved / escaped */
 const HEADER_NAME = chars('\\[\\]/?:+$', '+')
 const HEADER_VALUE = chars('\\[\\]/?:+$', '*')
-const DOMAIN_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/
-const TOP_LABEL = /^[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/
+/**
+ * Labels as RFC 3261 writes them, plus `_`: real SBCs name hosts with it (`sbc_1.carrier.net`),
+ * and it delimits nothing in SIP, so reading it cannot let a second URI through.
+ */
+const DOMAIN_LABEL = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/
+const TOP_LABEL = /^[A-Za-z_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/
 /**
  * RFC 3966: global-number-digits ("+" *phonedigit DIGIT *phonedigit) or local-number-digits
  * (*phonedigit-hex (HEXDIG / "*" / "#") *phonedigit-hex). Each as two tests (the characters,
@@ -34,7 +38,7 @@ const TEL_PNAME = /^[A-Za-z0-9-]+$/
 /** A tel parameter's value (isub's uric too), without `,` or `;`: what can be written back unescaped. */
 const TEL_PVALUE = chars('\\[\\]/:&+$@?=', '+')
 
-/** RFC 3261 host: hostname (its last label starting with a letter), IPv4address, or "[" IPv6address "]". */
+/** RFC 3261 host: hostname (its last label starting with a letter; `_` allowed, see DOMAIN_LABEL), IPv4address, or "[" IPv6address "]". */
 export function validHost(host: string): boolean {
   if (host.startsWith('[')) return host.endsWith(']') && isIPv6(host.slice(1, -1))
   if (/^[\d.]+$/.test(host)) return isIPv4(host)

@@ -55,3 +55,12 @@ test('tel numbers: global ones need a digit after +, local ones a hex digit, * o
   }
   for (const uri of ['tel:+', 'tel:+-.()', 'tel:', 'tel:-.()', 'tel:+12025550142x', 'tel:+1 202']) assert.equal(validUri(uri), false, uri)
 })
+
+test('hosts as real SBCs write them are read, a second URI never is', () => {
+  for (const uri of ['sip:+12025550142@sbc_1.carrier.net', 'sip:+12025550142@_edge.example:5060;user=phone', 'sip:+12025550142@[2001:db8::1]:5061', 'SIP:+12025550142@Carrier.NET']) {
+    assert.equal(validUri(uri), true, uri)
+  }
+  for (const uri of ['sip:+12025550142@x,<sip:+18005550100@bank.example', 'sip:+12025550142@bad host.example', 'sip:+12025550142@sbc_1.carrier.net>', 'sip:+12025550142@-sbc.example', 'sip:+12025550142@1.2.3']) {
+    assert.equal(validUri(uri), false, uri)
+  }
+})
