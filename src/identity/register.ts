@@ -37,14 +37,6 @@ async function existingUser(db: Executor, phone: string): Promise<UserRow | unde
 }
 
 /**
- * The number's phone-login address (the zkAddress its registration returned), or null for a
- * number with no account: the address only this service's login for that number can act as.
- */
-export async function phoneLoginAddress(db: Executor, phone: string): Promise<string | null> {
-  return (await db.get<{ zk_address: string }>('SELECT zk_address FROM users WHERE phone = $1', [phone]))?.zk_address ?? null
-}
-
-/**
  * "Register or log in" a phone-number identity. The phone number is the identity, and control
  * of it follows the one-time codes sent to the number (src/accounts/login-codes.ts), never
  * this call: it creates the number's account once (user ID, zkAddress, the token minted to it)
