@@ -62,8 +62,8 @@ async function existingUser(db: Executor, phone: string): Promise<UserRow | unde
  * So the answer is the same whether or not the number was registered: same status, the same
  * message, the account's userId and zkAddress (a new one cannot be told from an old one), and
  * the identifiers this request named. Nothing stored about an account (its e-mail) is shown.
- * Nor does its time tell: both kinds derive an address, and with `answerFloor` both are held
- * until the floor that new registrations' durable writes set. See docs/api.md, "Registration".
+ * Nor does its time tell: with `answerFloor`, both kinds are held until the floor that new
+ * registrations' work sets. See docs/api.md, "Registration".
  */
 export async function registerOrLogin(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<Registration> {
   const floor = deps.answerFloor
@@ -80,15 +80,15 @@ async function registerOrFind(deps: RegistrationDeps, input: { email: string; ph
   const phone = canonicalPhone(input.phoneNumber)
   const email = input.email.trim()
   const identifiers = identifiersOf(email, phone)
-  // Derived before looking, needed or not: the address's derivation (HMAC, then the zkLogin
-  // address's Poseidon hash: ~2 ms of CPU) was most of what told a new number from a
-  // registered one on SQLite, and it keeps the CPU a probe costs the same on both paths.
-  const userId = randomUUID()
-  const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
 
   const known = await existingUser(deps.db, phone)
   if (known !== undefined) return { registration: await answer(deps, known, identifiers), created: false }
 
+  // The slow kind: the address's derivation (HMAC, then the zkLogin address's Poseidon hash,
+  // 2-5 ms of CPU), the inserts, the mint and a durable commit. Not repeated on the fast path
+  // to match it: the answer floor hides it, and CPU is what a flood of registrations spends.
+  const userId = randomUUID()
+  const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
   try {
     const objectId = await deps.db.transaction(async (tx) => {
       await tx.run('INSERT INTO users (user_id, phone, email, email_normalized, zk_address, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
