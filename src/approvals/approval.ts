@@ -46,14 +46,15 @@ export interface Approval {
   cancelReason: CancelReason | null
 }
 
-interface ApprovalRow {
+/** A row of the approvals table as both engines return it. */
+export interface ApprovalRow {
   approval_number: string; api_key_id: string; vendor_brand: string; reference_number: string; request_hash: string
   title: string; message: string; success_redirect_url: string; cancel_redirect_url: string; method: Method
   object_id: string; phone_number: string | null; status: StoredStatus; wallet: string | null; proof: string | null
   created_at: number; expires_at: number; decided_at: number | null; cancel_reason: CancelReason | null
 }
 
-function fromRow(r: ApprovalRow): Approval {
+export function fromRow(r: ApprovalRow): Approval {
   return {
     approvalNumber: r.approval_number, apiKeyId: r.api_key_id, vendorBrand: r.vendor_brand, referenceNumber: r.reference_number,
     requestHash: r.request_hash, title: r.title, message: r.message, successRedirectUrl: r.success_redirect_url,

@@ -96,8 +96,13 @@ const lookups = new WeakMap<Executor, Map<string, (key: string) => Promise<unkno
  * On SQLite the gain is not the database's: the requests of one turn get their answers, and
  * write their responses, together, so the event loop and the sockets work in bulk instead of
  * one request per wake-up (transaction_details measured 181 -> 90 µs CPU per request).
+ *
+ * `options` (read when the statement is first used) as for coalesce: `inFlight` makes the keys
+ * that arrive while a batch runs wait for it and go together, for lookups polled so often that
+ * their requests arrive a few per event-loop turn (transaction_details).
  */
-export function lookupByKey<T>(ex: Executor, sqlOne: string, sqlMany: string, keyColumn: string, key: string): Promise<T | undefined> {
+export function lookupByKey<T>(ex: Executor, sqlOne: string, sqlMany: string, keyColumn: string, key: string,
+  options: CoalesceOptions = {}): Promise<T | undefined> {
   if (!isStorableKey(key)) return Promise.resolve(undefined)
   if (!isDatabase(ex)) return ex.get<T>(sqlOne, [key])
   let byStatement = lookups.get(ex)
@@ -116,7 +121,7 @@ export function lookupByKey<T>(ex: Executor, sqlOne: string, sqlMany: string, ke
       }
       const byKey = new Map(rows.map((row) => [row[keyColumn] as string, row]))
       return keys.map((k) => byKey.get(k))
-    })
+    }, options)
     byStatement.set(sqlMany, lookup)
   }
   return lookup(key) as Promise<T | undefined>

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Database, Executor } from '../db/engine.ts'
 import { isUniqueViolation } from '../db/engine.ts'
 import { LedgerUnsupportedError } from '../errors.ts'
+import { AnswerFloor } from '../lib/answer-floor.ts'
 import type { Ledger } from '../ledger/ledger.ts'
 import { findByPhone, linkNumber } from './numbers.ts'
 import { canonicalPhone } from './phone.ts'
@@ -23,6 +24,21 @@ export interface RegistrationDeps {
   secret: Buffer
   zkLoginIssuer: string
   zkLoginClientId: string
+  /**
+   * Holds every answer until new registrations' usual time (see AnswerFloor), so the time
+   * does not tell a registered number from a new one. The HTTP route sets it; seeding does not.
+   */
+  answerFloor?: AnswerFloor
+}
+
+/**
+ * register-user-login's answer floor. 20 ms at least: above a new registration's whole work
+ * on an unloaded server (3-10 ms on either engine, most of it the durable commit on
+ * PostgreSQL), so even a fresh process shows nothing; above that, the 95th percentile of the
+ * last 64 new registrations (a loaded machine or a slow disk); at most 1 s.
+ */
+export function registrationAnswerFloor(): AnswerFloor {
+  return new AnswerFloor({ minMs: 20, maxMs: 1000, window: 64, quantile: 0.95 })
 }
 
 interface UserRow { user_id: string; phone: string; email: string; email_normalized: string; zk_address: string }
@@ -37,14 +53,6 @@ async function existingUser(db: Executor, phone: string): Promise<UserRow | unde
 }
 
 /**
- * The number's phone-login address (the zkAddress its registration returned), or null for a
- * number with no account: the address only this service's login for that number can act as.
- */
-export async function phoneLoginAddress(db: Executor, phone: string): Promise<string | null> {
-  return (await db.get<{ zk_address: string }>('SELECT zk_address FROM users WHERE phone = $1', [phone]))?.zk_address ?? null
-}
-
-/**
  * "Register or log in" a phone-number identity. The phone number is the identity, and control
  * of it follows the one-time codes sent to the number (src/accounts/login-codes.ts), never
  * this call: it creates the number's account once (user ID, zkAddress, the token minted to it)
@@ -54,16 +62,31 @@ export async function phoneLoginAddress(db: Executor, phone: string): Promise<st
  * So the answer is the same whether or not the number was registered: same status, the same
  * message, the account's userId and zkAddress (a new one cannot be told from an old one), and
  * the identifiers this request named. Nothing stored about an account (its e-mail) is shown.
- * See docs/api.md, "Registration".
+ * Nor does its time tell: with `answerFloor`, both kinds are held until the floor that new
+ * registrations' work sets. See docs/api.md, "Registration".
  */
 export async function registerOrLogin(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<Registration> {
+  const floor = deps.answerFloor
+  const started = floor?.start()
+  const { registration, created } = await registerOrFind(deps, input)
+  if (floor !== undefined && started !== undefined) {
+    if (created) floor.slow(started)
+    await floor.hold(started)
+  }
+  return registration
+}
+
+async function registerOrFind(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<{ registration: Registration; created: boolean }> {
   const phone = canonicalPhone(input.phoneNumber)
   const email = input.email.trim()
   const identifiers = identifiersOf(email, phone)
 
   const known = await existingUser(deps.db, phone)
-  if (known !== undefined) return answer(deps, known, identifiers)
+  if (known !== undefined) return { registration: await answer(deps, known, identifiers), created: false }
 
+  // The slow kind: the address's derivation (HMAC, then the zkLogin address's Poseidon hash,
+  // 2-5 ms of CPU), the inserts, the mint and a durable commit. Not repeated on the fast path
+  // to match it: the answer floor hides it, and CPU is what a flood of registrations spends.
   const userId = randomUUID()
   const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
   try {
@@ -72,13 +95,13 @@ export async function registerOrLogin(deps: RegistrationDeps, input: { email: st
         [userId, phone, email, normalizeEmail(email), zkAddress, Date.now()])
       return mintFirstToken(deps.ledger, tx, phone, zkAddress)
     })
-    return { userId, identifiers, zkAddress, objectId }
+    return { registration: { userId, identifiers, zkAddress, objectId }, created: true }
   } catch (err) {
     // Lost a race with a concurrent registration of the same number: the same answer as the winner's.
     if (!isUniqueViolation(err)) throw err
     const winner = await existingUser(deps.db, phone)
     if (winner === undefined) throw err
-    return answer(deps, winner, identifiers)
+    return { registration: await answer(deps, winner, identifiers), created: false }
   }
 }
 

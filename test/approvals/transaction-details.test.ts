@@ -7,6 +7,7 @@ import {
 } from '../support/kns.ts'
 import { findByPhone } from '../../src/identity/numbers.ts'
 import { signMessageFor } from '../../src/approvals/sign-message.ts'
+import { recordStatements } from '../support/statements.ts'
 
 const BASE = 'https://approvals.example.net'
 const TTL_S = 600
@@ -156,6 +157,23 @@ describe('transaction_details: wallet and status over time', () => {
     const d = await details(h, ref)
     assert.equal(d.status, 'expired')
     assert.equal(d.approved, false)
+  })
+})
+
+describe('transaction_details: the polled path stays one statement', () => {
+  test('approval, phone-login address and owner: at most one statement per request (the owner cached), concurrent ones shared', async () => {
+    const refs: string[] = []
+    for (let i = 0; i < 8; i++) {
+      const user = await register(h)
+      refs.push(await createApproval(h, key, approvalBody({ phoneNumber: user.phoneNumber })))
+    }
+    const expected = await Promise.all(refs.map((ref) => get(`?ref=${ref}`)))
+    expected.forEach((res) => assert.equal(JSON.parse(res.body).phoneLogin, true))
+    // The same requests again (the token owners now cached), all at once, as the approval page and vendors poll.
+    const { result, statements } = await recordStatements(h.service.db, () => Promise.all(refs.map((ref) => get(`?ref=${ref}`))))
+    assert.deepEqual(result.map((res) => res.body), expected.map((res) => res.body), 'the same answers')
+    assert.ok(statements.length <= refs.length, `${statements.length} statements for ${refs.length} requests:\n${statements.join('\n')}`)
+    assert.ok(statements.every((sql) => /\bFROM approvals\b/.test(sql)), statements.join('\n'))
   })
 })
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { registerOrLogin } from '../../identity/register.ts'
+import { registerOrLogin, registrationAnswerFloor } from '../../identity/register.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
@@ -8,6 +8,8 @@ import { RegisterRequest, RegisterResponse, withErrors } from '../../contract/ap
 
 export async function identityRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  // One per server process: it follows the time this process's new registrations take.
+  const answerFloor = registrationAnswerFloor()
 
   app.post('/numsys/register-user-login', {
     onRequest: publicRateLimit(service),
@@ -29,6 +31,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
       secret: service.secret,
       zkLoginIssuer: service.config.zkLoginIssuer,
       zkLoginClientId: service.config.zkLoginClientId,
+      answerFloor,
     }, request.body)
     return {
       success: true,
