@@ -8,12 +8,11 @@
  * ledger watcher of descriptors. Past half the cap, idle keep-alive is cut to
  * KEEP_ALIVE_BUSY_MS; near the cap, idle keep-alive connections are closed to make room.
  *
- * Requests. At most a limit of requests are worked on at once: MAX_IN_FLIGHT, or less while
- * requests take longer than twice their unloaded time (src/lib/concurrency-limit.ts). One
- * that finds no slot waits in a queue, by priority and then per client, clients served in
- * turn (src/lib/fair-queue.ts), at most QUEUE_BUDGET_MS, and less for a client whose queue
- * has not emptied for STANDING_MS: past that it is answered 503 with Retry-After (cheap:
- * nothing was parsed). A client is its authenticated API key, else its address (the same
+ * Requests. At most MAX_IN_FLIGHT requests are worked on at once. One that finds no slot
+ * waits in a queue, by priority and then per client, clients served in turn
+ * (src/lib/fair-queue.ts), at most QUEUE_BUDGET_MS, and at most STANDING_BUDGET_MS for a
+ * client whose queue has not emptied for STANDING_MS: past that it is answered 503 with
+ * Retry-After (cheap: nothing was parsed). A client is its authenticated API key, else its address (the same
  * address the rest of the app uses: TRUST_PROXY applies); an `x-api-key` that was never
  * verified is no identity of its own. Requests are started in a turn of the event loop only
  * until TURN_BUDGET_MS of it have passed, the rest from the queue in later turns: Node accepts
@@ -32,7 +31,6 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OverloadedError } from '../errors.ts'
-import { ConcurrencyLimit } from '../lib/concurrency-limit.ts'
 import { FairQueue } from '../lib/fair-queue.ts'
 import { errorBody } from './error-body.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
@@ -56,15 +54,14 @@ const ORDER: Array<Exclude<Priority, 'ops'>> = ['critical', 'normal', 'low']
 /** A queue longer than this many times the slots is not drained within any budget: refuse at once. */
 const QUEUE_FACTOR = 4
 /**
- * A client whose queue has not emptied for this long sends faster than it is served: its
- * waiters get STANDING_FACTOR times the unloaded time of a request (at least
- * STANDING_MIN_MS) instead of QUEUE_BUDGET_MS (CoDel's rule, per client). What cannot be
- * served soon is answered 503 at once rather than after a long wait that every one of its
- * requests would then also pay.
+ * A client with more than one request waiting, whose queue has not emptied for STANDING_MS,
+ * sends faster than it is served: its waiters get STANDING_BUDGET_MS instead of
+ * QUEUE_BUDGET_MS (CoDel's rule, per client). What cannot be served soon is answered 503 then
+ * rather than after a long wait that every one of its admitted requests would also pay; a
+ * client with one request at a time is never standing.
  */
 const STANDING_MS = 100
-const STANDING_FACTOR = 4
-const STANDING_MIN_MS = 10
+const STANDING_BUDGET_MS = 50
 /**
  * Requests are started in one turn of the event loop until this much of it has passed; later
  * ones wait for the next turn. A request's synchronous work runs in the turn that admits it
@@ -132,7 +129,6 @@ export class Admission {
   readonly #loginPath: string
   readonly #trustedPeer: (address: string) => boolean
   readonly #clientOf: (request: FastifyRequest) => string
-  readonly #limit: ConcurrencyLimit
   #inFlight = 0
   /** Slots held, per client. */
   readonly #holding = new Map<string, number>()
@@ -140,8 +136,6 @@ export class Admission {
   #grantsPending = 0
   #turnOpen = false
   #turnStart = 0
-  /** When each admitted request's handler started (after its body was read): its time in service. */
-  readonly #started = new WeakMap<IncomingMessage, number>()
   #connections = 0
   readonly #perAddress = new Map<string, number>()
   #busy = false
@@ -158,14 +152,11 @@ export class Admission {
     this.#loginPath = options.loginPath
     this.#trustedPeer = options.trustedPeer
     this.#clientOf = options.clientOf ?? byAddress
-    this.#limit = new ConcurrencyLimit(limits.maxInFlight)
   }
 
   get inFlight(): number { return this.#inFlight }
   get connections(): number { return this.#connections }
   get queued(): number { return ORDER.reduce((n, p) => n + this.#queues[p].size, 0) }
-  /** The concurrency limit now (at most MAX_IN_FLIGHT). */
-  get limit(): number { return this.#limit.limit }
 
   /** Connection counting and caps on `server` (the app's HTTP server). */
   watch(server: Server): void {
@@ -270,7 +261,7 @@ export class Admission {
    */
   #isHeavy(client: string, priority: Exclude<Priority, 'ops'>): boolean {
     if (this.#queues[priority].count(client) > 0) return true
-    return (this.#holding.get(client) ?? 0) >= Math.max(1, this.#limit.limit / Math.max(1, this.#holding.size))
+    return (this.#holding.get(client) ?? 0) >= Math.max(1, this.#limits.maxInFlight / Math.max(1, this.#holding.size))
   }
 
   /**
@@ -282,7 +273,7 @@ export class Admission {
    */
   #shedForLag(client: string, priority: Exclude<Priority, 'ops'>): boolean {
     const limit = this.#limits.lagLimitMs
-    if (limit === 0 || this.#lag <= limit || this.#inFlight + this.queued < Math.max(4, this.#limit.limit / 4)) return false
+    if (limit === 0 || this.#lag <= limit || this.#inFlight + this.queued < Math.max(4, this.#limits.maxInFlight / 4)) return false
     if (!this.#isHeavy(client, priority)) return false
     if (this.#lag <= 4 * limit && priority === 'critical' && Math.random() >= (this.#lag - limit) / limit) return false
     return true
@@ -339,12 +330,6 @@ export class Admission {
     this.#release(request, reply, client)
   }
 
-  /** The preHandler hook: the request's body is read, its service starts now. */
-  readonly onHandler = (request: FastifyRequest, _reply: FastifyReply, done: () => void): void => {
-    this.#started.set(request.raw, performance.now())
-    done()
-  }
-
   /**
    * Room in the queue for one more of `client`'s requests: below QUEUE_FACTOR x MAX_IN_FLIGHT
    * waiting, or by shedding the newest waiter of the client with the most waiting, when that is
@@ -375,7 +360,7 @@ export class Admission {
     this.#holding.set(client, (this.#holding.get(client) ?? 0) + 1)
   }
 
-  /** Gives the slot back when the answer is done or the connection is gone, exactly once, with the request's time in service. */
+  /** Gives the slot back when the answer is done or the connection is gone, exactly once. */
   #release(request: FastifyRequest, reply: FastifyReply, client: string): void {
     let released = false
     const release = () => {
@@ -385,9 +370,6 @@ export class Admission {
       const held = (this.#holding.get(client) ?? 1) - 1
       if (held <= 0) this.#holding.delete(client)
       else this.#holding.set(client, held)
-      const started = this.#started.get(request.raw)
-      const now = performance.now()
-      if (started !== undefined && reply.raw.writableFinished) this.#limit.sample(now - started, now)
       this.#scheduleGrant()
     }
     if (reply.raw.destroyed || request.raw.destroyed) return release()
@@ -395,7 +377,7 @@ export class Admission {
   }
 
   #fits(priority: Exclude<Priority, 'ops'>): boolean {
-    return this.#inFlight < Math.max(1, Math.floor(this.#limit.limit * SHARE[priority]))
+    return this.#inFlight < Math.max(1, Math.floor(this.#limits.maxInFlight * SHARE[priority]))
   }
 
   /**
@@ -407,10 +389,12 @@ export class Admission {
     if (!this.#turnOpen) {
       this.#turnOpen = true
       this.#turnStart = now
-      setImmediate(() => { this.#turnOpen = false })
+      setImmediate(this.#endTurn)
     }
     return now - this.#turnStart < TURN_BUDGET_MS
   }
+
+  readonly #endTurn = (): void => { this.#turnOpen = false }
 
   /**
    * One grant per slot that can be given, each in its own setImmediate: Node runs the
@@ -418,7 +402,10 @@ export class Admission {
    * two of them, so each grant sees how much of the turn the previous ones used.
    */
   #scheduleGrant(): void {
-    const wanted = Math.min(this.queued, Math.max(0, this.#limit.limit - this.#inFlight)) - this.#grantsPending
+    const wanted = Math.min(this.queued, Math.max(0, this.#limits.maxInFlight - this.#inFlight)) - this.#grantsPending
+    // The grants start a turn of their own: what the poll phase before them spent parsing and
+    // shedding is not work they started.
+    if (wanted > 0) setImmediate(this.#endTurn)
     for (let i = 0; i < wanted; i++) {
       this.#grantsPending++
       setImmediate(this.#grant)
@@ -437,8 +424,8 @@ export class Admission {
     for (const priority of ORDER) {
       const queue = this.#queues[priority]
       while (queue.size > 0 && this.#fits(priority)) {
-        const { item: waiter, since } = queue.shift()!
-        if (now - waiter.queuedAt > this.#budgetOf(since, now)) {
+        const { item: waiter, since, left } = queue.shift()!
+        if (now - waiter.queuedAt > this.#budgetOf(since, left, now)) {
           waiter.shed()
           continue
         }
@@ -448,11 +435,12 @@ export class Admission {
     }
   }
 
-  /** QUEUE_BUDGET_MS, or less for a client whose queue has stood since `since` (see STANDING_MS). */
-  #budgetOf(since: number, now: number): number {
-    if (now - since < STANDING_MS || !Number.isFinite(this.#limit.minRttMs)) return this.#limits.queueBudgetMs
-    return Math.min(this.#limits.queueBudgetMs, Math.max(STANDING_MIN_MS, STANDING_FACTOR * this.#limit.minRttMs))
+  /** QUEUE_BUDGET_MS, or STANDING_BUDGET_MS for a client with others still waiting whose queue has stood since `since`. */
+  #budgetOf(since: number, left: number, now: number): number {
+    const standing = left > 0 && now - since >= STANDING_MS
+    return standing ? Math.min(this.#limits.queueBudgetMs, STANDING_BUDGET_MS) : this.#limits.queueBudgetMs
   }
+
 
   #shed(request: FastifyRequest, reply: FastifyReply, why: string, priority: Priority, reason: 'in_flight' | 'lag'): void {
     this.#rejected?.inc({ reason, priority })
@@ -470,7 +458,6 @@ export class Admission {
     new Gauge({ name: 'kns_connections', help: 'Open client connections', registers: [registry], collect() { this.set(admission.connections) } })
     new Gauge({ name: 'kns_requests_in_flight', help: 'Requests being worked on (admitted)', registers: [registry], collect() { this.set(admission.inFlight) } })
     new Gauge({ name: 'kns_requests_queued', help: 'Requests waiting for a slot', registers: [registry], collect() { this.set(admission.queued) } })
-    new Gauge({ name: 'kns_admission_limit', help: 'Requests admitted at once now (adapts to latency, at most MAX_IN_FLIGHT)', registers: [registry], collect() { this.set(admission.limit) } })
   }
 }
 
@@ -484,7 +471,6 @@ export function useAdmission(app: FastifyInstance, admission: Admission): void {
     if (!admission.gate(req, res)) for (const handler of handlers) handler(req, res)
   })
   app.addHook('onRequest', admission.onRequest)
-  app.addHook('preHandler', admission.onHandler)
   app.addHook('onListen', (done) => { admission.startLagMonitor(); done() })
   app.addHook('onClose', (_instance, done) => { admission.stopLagMonitor(); done() })
 }

@@ -336,7 +336,8 @@ describe('fairness between clients (issue 31, items 3 and 4)', () => {
       const light = send(a.port, { 'x-client': 'light' }, '127.0.0.2')
       await until(() => pushedOut, 'a flood request making room')
       assert.equal(a.admission.queued, 4)
-      // Clients take turns, a newcomer joining the round after those already in it.
+      // Clients take turns; one that had nothing waiting goes ahead of those served before
+      // (FQ-CoDel's new flows), after the flood's first turn (it was new too).
       await releaseAndNext(a)
       await releaseAndNext(a)
       assert.deepEqual(a.admitted, ['flood', 'flood', 'light'], 'the light client went ahead of the flood requests waiting before it')
