@@ -1,12 +1,9 @@
 /**
  * Admission control: what the server takes on when more arrives than it can serve.
  *
- * Connections. A cap below the process's descriptor limit (MAX_CONNECTIONS) and one per client
- * address (MAX_CONNECTIONS_PER_IP; a trusted proxy's own connections are not capped, it carries
- * many clients): a connection past either is answered 503 in the service's error shape and
- * closed at once, so a flood of idle connections cannot starve the database pool or the
- * ledger watcher of descriptors. Past half the cap, idle keep-alive is cut to
- * KEEP_ALIVE_BUSY_MS; near the cap, idle keep-alive connections are closed to make room.
+ * Connections: MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP (src/http/connection-caps.ts); a
+ * connection past either is answered 503 in the service's error shape and closed at once, so a
+ * flood of idle connections cannot starve the database pool or the ledger watcher of descriptors.
  *
  * Requests. At most MAX_IN_FLIGHT requests are worked on at once. One that finds no slot
  * waits in a queue, by priority and then per client, clients served in turn
@@ -28,10 +25,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OverloadedError } from '../errors.ts'
 import { FairQueue } from '../lib/fair-queue.ts'
+import { ConnectionCaps } from './connection-caps.ts'
 import { errorBody } from './error-body.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 
@@ -111,8 +108,6 @@ function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: st
 /** Who a request is from, by default: its client address (Fastify's `request.ip`, so TRUST_PROXY applies). */
 const byAddress = (request: FastifyRequest): string => `ip:${request.ip}`
 
-/** Connections over a cap, with why: their first request is refused. */
-const refused = new WeakMap<Socket, string>()
 
 interface Waiter {
   priority: Exclude<Priority, 'ops'>
@@ -127,7 +122,7 @@ interface Waiter {
 export class Admission {
   readonly #limits: AdmissionLimits
   readonly #loginPath: string
-  readonly #trustedPeer: (address: string) => boolean
+  readonly #caps: ConnectionCaps
   readonly #clientOf: (request: FastifyRequest) => string
   #inFlight = 0
   /** Slots held, per client. */
@@ -136,10 +131,6 @@ export class Admission {
   #grantsPending = 0
   #turnOpen = false
   #turnStart = 0
-  #connections = 0
-  readonly #perAddress = new Map<string, number>()
-  #busy = false
-  #lastReclaim = 0
   #metricsRendering = false
   #rejected?: Counter<'reason' | 'priority'>
 
@@ -150,66 +141,17 @@ export class Admission {
   constructor(limits: AdmissionLimits, options: { loginPath: string; trustedPeer: (address: string) => boolean; clientOf?: (request: FastifyRequest) => string }) {
     this.#limits = limits
     this.#loginPath = options.loginPath
-    this.#trustedPeer = options.trustedPeer
+    this.#caps = new ConnectionCaps(limits, options.trustedPeer, (reason) => this.#rejected?.inc({ reason, priority: 'none' }))
     this.#clientOf = options.clientOf ?? byAddress
   }
 
   get inFlight(): number { return this.#inFlight }
-  get connections(): number { return this.#connections }
+  get connections(): number { return this.#caps.connections }
   get queued(): number { return ORDER.reduce((n, p) => n + this.#queues[p].size, 0) }
 
   /** Connection counting and caps on `server` (the app's HTTP server). */
   watch(server: Server): void {
-    server.on('connection', (socket: Socket) => this.#onConnection(server, socket))
-  }
-
-  #onConnection(server: Server, socket: Socket): void {
-    const address = socket.remoteAddress ?? ''
-    const capped = !this.#trustedPeer(address)
-    const mine = this.#perAddress.get(address) ?? 0
-    let refusal: string | null = null
-    if (this.#connections >= this.#limits.maxConnections) refusal = 'the server has too many connections open'
-    else if (capped && mine >= this.#limits.maxConnectionsPerIp) refusal = 'too many connections from this address'
-    if (refusal !== null) {
-      this.#rejected?.inc({ reason: capped && mine >= this.#limits.maxConnectionsPerIp ? 'connections_per_ip' : 'connections', priority: 'none' })
-      // Its first request is answered 503 and the connection closed (onRequest, before anything
-      // is parsed beyond the headers); one that sends nothing within a second is dropped.
-      refused.set(socket, refusal)
-      socket.setTimeout(1000, () => socket.destroy())
-      this.#reclaim(server)
-      return
-    }
-    this.#connections++
-    this.#perAddress.set(address, mine + 1)
-    this.#pressure(server)
-    socket.once('close', () => {
-      this.#connections--
-      const left = (this.#perAddress.get(address) ?? 1) - 1
-      if (left <= 0) this.#perAddress.delete(address)
-      else this.#perAddress.set(address, left)
-      this.#pressure(server)
-    })
-  }
-
-  /** Past half the cap idle keep-alive is short; below 40 % it is back to KEEP_ALIVE_TIMEOUT_MS. */
-  #pressure(server: Server): void {
-    const load = this.#connections / this.#limits.maxConnections
-    if (!this.#busy && load > 0.5) {
-      this.#busy = true
-      server.keepAliveTimeout = Math.min(this.#limits.busyKeepAliveMs, this.#limits.keepAliveMs)
-    } else if (this.#busy && load < 0.4) {
-      this.#busy = false
-      server.keepAliveTimeout = this.#limits.keepAliveMs
-    }
-    if (load > 0.9) this.#reclaim(server)
-  }
-
-  /** Near the cap: close the connections idle between requests (at most ten times a second). */
-  #reclaim(server: Server): void {
-    const now = performance.now()
-    if (now - this.#lastReclaim < 100) return
-    this.#lastReclaim = now
-    server.closeIdleConnections()
+    this.#caps.watch(server)
   }
 
   #lag = 0
@@ -248,7 +190,7 @@ export class Admission {
    * Node's parse only. True when the request was answered.
    */
   gate(req: IncomingMessage, res: ServerResponse): boolean {
-    const refusal = refused.get(req.socket)
+    const refusal = this.#caps.refusalOf(req.socket)
     if (refusal === undefined) return false
     shedRaw(res, `${refusal}: close idle connections and retry`, true)
     this.#rejected?.inc({ reason: 'connections', priority: 'none' })
