@@ -1,16 +1,21 @@
 /**
  * Admission control: what the server takes on when more arrives than it can serve.
  *
- * Connections. A cap below the process's descriptor limit (MAX_CONNECTIONS) and one per client
- * address (MAX_CONNECTIONS_PER_IP; a trusted proxy's own connections are not capped, it carries
- * many clients): a connection past either is answered 503 in the service's error shape and
- * closed at once, so a flood of idle connections cannot starve the database pool or the
- * ledger watcher of descriptors. Past half the cap, idle keep-alive is cut to
- * KEEP_ALIVE_BUSY_MS; near the cap, idle keep-alive connections are closed to make room.
+ * Connections: MAX_CONNECTIONS and MAX_CONNECTIONS_PER_IP (src/http/connection-caps.ts); a
+ * connection past either is answered 503 in the service's error shape and closed at once, so a
+ * flood of idle connections cannot starve the database pool or the ledger watcher of descriptors.
  *
- * Requests. At most MAX_IN_FLIGHT requests are worked on at once. One that finds no slot waits
- * in a queue, by priority, at most QUEUE_BUDGET_MS; past that it is answered 503 with
- * Retry-After (cheap: nothing was parsed). Priorities, highest first (docs/operations.md):
+ * Requests. At most MAX_IN_FLIGHT requests are worked on at once. One that finds no slot
+ * waits in a queue, by priority and then per client, clients served in turn
+ * (src/lib/fair-queue.ts), at most QUEUE_BUDGET_MS, and at most STANDING_BUDGET_MS for a
+ * client whose queue has not emptied for STANDING_MS: past that it is answered 503 with
+ * Retry-After (cheap: nothing was parsed). A client is its authenticated API key, else its address (the same
+ * address the rest of the app uses: TRUST_PROXY applies); an `x-api-key` that was never
+ * verified is no identity of its own. Requests are started in a turn of the event loop only
+ * until TURN_BUDGET_MS of it have passed, the rest from the queue in later turns: Node accepts
+ * one connection per turn, and turns that ran a queue of synchronous work (a registration is
+ * 5 ms of CPU) left new clients in the kernel's accept queue for seconds. The in-flight bound
+ * holds for every client. Priorities, highest first (docs/operations.md):
  * `critical` (call verification and signing, approval decisions, the state of a request, the
  * login in progress) may use every slot; `normal` (new approvals, registration, lookups, the
  * pages) three quarters; `low` (statistics, administration, the reference) half, so a flood
@@ -20,9 +25,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OverloadedError } from '../errors.ts'
+import { FairQueue } from '../lib/fair-queue.ts'
+import { ConnectionCaps } from './connection-caps.ts'
 import { errorBody } from './error-body.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 
@@ -44,6 +50,23 @@ const SHARE: Record<Exclude<Priority, 'ops'>, number> = { critical: 1, normal: 0
 const ORDER: Array<Exclude<Priority, 'ops'>> = ['critical', 'normal', 'low']
 /** A queue longer than this many times the slots is not drained within any budget: refuse at once. */
 const QUEUE_FACTOR = 4
+/**
+ * A client with more than one request waiting, whose queue has not emptied for STANDING_MS,
+ * sends faster than it is served: its waiters get STANDING_BUDGET_MS instead of
+ * QUEUE_BUDGET_MS (CoDel's rule, per client). What cannot be served soon is answered 503 then
+ * rather than after a long wait that every one of its admitted requests would also pay; a
+ * client with one request at a time is never standing.
+ */
+const STANDING_MS = 100
+const STANDING_BUDGET_MS = 50
+/**
+ * Requests are started in one turn of the event loop until this much of it has passed; later
+ * ones wait for the next turn. A request's synchronous work runs in the turn that admits it
+ * (a registration: 5 ms of CPU; on SQLite every query is synchronous), and in a turn that
+ * started a few hundred, nothing was accepted or read for seconds: the light client's requests
+ * lay in the kernel's accept queue.
+ */
+const TURN_BUDGET_MS = 5
 
 const CRITICAL = [
   /^\/numsys\/(call-signature-verification|verify_signature|verify_transaction|approval-cancel|transaction_details)(\?|$)/,
@@ -63,112 +86,72 @@ export function priorityOf(url: string, loginPath: string): Priority {
 const LAG_SAMPLE_MS = 10
 const LAG_WINDOW = 5
 
+/** What every shed answer says: the code and status of OverloadedError, retry in RETRY_AFTER_S. */
+const RETRY_AFTER_S = 1
+const OVERLOADED = new OverloadedError('', RETRY_AFTER_S)
+
 /**
  * The 503, written straight to the response in the error shape, bypassing Fastify's error
  * handler and send hooks: shedding must cost far less than serving, or shedding is the overload.
+ * No error object is made per answer (capturing its stack was a fifth of a shed's cost).
  */
 function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: string = randomUUID()): void {
   if (res.destroyed || res.headersSent) return
-  const err = new OverloadedError(`${why}: retry in 1 s`, 1)
-  const body = JSON.stringify(errorBody(err.code, err.message, requestId))
-  res.writeHead(err.status, {
-    'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': String(err.retryAfterS),
+  const body = JSON.stringify(errorBody(OVERLOADED.code, `${why}: retry in ${RETRY_AFTER_S} s`, requestId))
+  res.writeHead(OVERLOADED.status, {
+    'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': String(RETRY_AFTER_S),
     'cache-control': 'no-store', 'x-request-id': requestId, ...(close ? { connection: 'close' } : {}),
   })
   res.end(body)
 }
 
-/** Who a request is from, for fair shedding: its API key's ID (never the secret), else the socket's address. */
-function clientOf(req: IncomingMessage): string {
-  const key = req.headers['x-api-key']
-  if (typeof key === 'string' && key.startsWith('kns_')) return key.slice(0, 20)
-  return req.socket.remoteAddress ?? ''
-}
+/** Who a request is from, by default: its client address (Fastify's `request.ip`, so TRUST_PROXY applies). */
+const byAddress = (request: FastifyRequest): string => `ip:${request.ip}`
 
-/** Connections over a cap, with why: their first request is refused. */
-const refused = new WeakMap<Socket, string>()
 
 interface Waiter {
   priority: Exclude<Priority, 'ops'>
+  client: string
+  queuedAt: number
   admit(): void
+  /** Answers 503 (it waited too long, or made room for another client's request). */
+  shed(): void
   timer: ReturnType<typeof setTimeout>
 }
 
 export class Admission {
   readonly #limits: AdmissionLimits
   readonly #loginPath: string
-  readonly #trustedPeer: (address: string) => boolean
+  readonly #caps: ConnectionCaps
+  readonly #clientOf: (request: FastifyRequest) => string
   #inFlight = 0
-  readonly #queues: Record<Exclude<Priority, 'ops'>, Waiter[]> = { critical: [], normal: [], low: [] }
-  #connections = 0
-  readonly #perAddress = new Map<string, number>()
-  #busy = false
-  #lastReclaim = 0
+  /** Slots held, per client. */
+  readonly #holding = new Map<string, number>()
+  readonly #queues: Record<Exclude<Priority, 'ops'>, FairQueue<Waiter>> = { critical: new FairQueue(), normal: new FairQueue(), low: new FairQueue() }
+  #grantsPending = 0
+  #turnOpen = false
+  #turnStart = 0
   #metricsRendering = false
   #rejected?: Counter<'reason' | 'priority'>
 
-  constructor(limits: AdmissionLimits, options: { loginPath: string; trustedPeer: (address: string) => boolean }) {
+  /**
+   * `clientOf`: who a request is from, for fairness (app.ts: its verified API key, else its
+   * address); by default its address.
+   */
+  constructor(limits: AdmissionLimits, options: { loginPath: string; trustedPeer: (address: string) => boolean; clientOf?: (request: FastifyRequest) => string }) {
     this.#limits = limits
     this.#loginPath = options.loginPath
-    this.#trustedPeer = options.trustedPeer
+    this.#caps = new ConnectionCaps(limits, options.trustedPeer, (reason) => this.#rejected?.inc({ reason, priority: 'none' }))
+    this.#clientOf = options.clientOf ?? byAddress
   }
 
   get inFlight(): number { return this.#inFlight }
-  get connections(): number { return this.#connections }
-  get queued(): number { return ORDER.reduce((n, p) => n + this.#queues[p].length, 0) }
+  get connections(): number { return this.#caps.connections }
+  get queued(): number { return ORDER.reduce((n, p) => n + this.#queues[p].size, 0) }
 
   /** Connection counting and caps on `server` (the app's HTTP server). */
   watch(server: Server): void {
-    server.on('connection', (socket: Socket) => this.#onConnection(server, socket))
-  }
-
-  #onConnection(server: Server, socket: Socket): void {
-    const address = socket.remoteAddress ?? ''
-    const capped = !this.#trustedPeer(address)
-    const mine = this.#perAddress.get(address) ?? 0
-    let refusal: string | null = null
-    if (this.#connections >= this.#limits.maxConnections) refusal = 'the server has too many connections open'
-    else if (capped && mine >= this.#limits.maxConnectionsPerIp) refusal = 'too many connections from this address'
-    if (refusal !== null) {
-      this.#rejected?.inc({ reason: capped && mine >= this.#limits.maxConnectionsPerIp ? 'connections_per_ip' : 'connections', priority: 'none' })
-      // Its first request is answered 503 and the connection closed (onRequest, before anything
-      // is parsed beyond the headers); one that sends nothing within a second is dropped.
-      refused.set(socket, refusal)
-      socket.setTimeout(1000, () => socket.destroy())
-      this.#reclaim(server)
-      return
-    }
-    this.#connections++
-    this.#perAddress.set(address, mine + 1)
-    this.#pressure(server)
-    socket.once('close', () => {
-      this.#connections--
-      const left = (this.#perAddress.get(address) ?? 1) - 1
-      if (left <= 0) this.#perAddress.delete(address)
-      else this.#perAddress.set(address, left)
-      this.#pressure(server)
-    })
-  }
-
-  /** Past half the cap idle keep-alive is short; below 40 % it is back to KEEP_ALIVE_TIMEOUT_MS. */
-  #pressure(server: Server): void {
-    const load = this.#connections / this.#limits.maxConnections
-    if (!this.#busy && load > 0.5) {
-      this.#busy = true
-      server.keepAliveTimeout = Math.min(this.#limits.busyKeepAliveMs, this.#limits.keepAliveMs)
-    } else if (this.#busy && load < 0.4) {
-      this.#busy = false
-      server.keepAliveTimeout = this.#limits.keepAliveMs
-    }
-    if (load > 0.9) this.#reclaim(server)
-  }
-
-  /** Near the cap: close the connections idle between requests (at most ten times a second). */
-  #reclaim(server: Server): void {
-    const now = performance.now()
-    if (now - this.#lastReclaim < 100) return
-    this.#lastReclaim = now
-    server.closeIdleConnections()
+    this.#caps.watch(server)
   }
 
   #lag = 0
@@ -193,7 +176,6 @@ export class Admission {
       if (recent.length > LAG_WINDOW) recent.shift()
       this.#lag = Math.min(...recent)
       expected = now + LAG_SAMPLE_MS
-      if (++this.#ticks % 10 === 0) this.#rotateWindow()
     }, LAG_SAMPLE_MS)
     this.#lagTimer.unref()
   }
@@ -203,65 +185,39 @@ export class Admission {
     this.#lagTimer = undefined
   }
 
-  /** Requests per client (API key, else address) in the current and the previous 100 ms window. */
-  #seen = new Map<string, number>()
-  #seenBefore = new Map<string, number>()
-  #seenTotal = 0
-  #seenBeforeTotal = 0
-  /** Distinct clients in the two windows (kept as requests are counted: no set built per request). */
-  #clients = 0
-  #ticks = 0
-
-  /** Whether `client` sent no more than an equal share of the recent requests (always, while nothing is counted). */
-  #isLight(client: string): boolean {
-    const total = this.#seenTotal + this.#seenBeforeTotal
-    if (total === 0) return true
-    return (this.#seen.get(client) ?? 0) + (this.#seenBefore.get(client) ?? 0) <= total / Math.max(1, this.#clients)
-  }
-
-  #rotateWindow(): void {
-    this.#seenBefore = this.#seen
-    this.#seenBeforeTotal = this.#seenTotal
-    this.#seen = new Map()
-    this.#seenTotal = 0
-    this.#clients = this.#seenBefore.size
+  /**
+   * Before Fastify: a request on a refused connection is answered 503 here, for the price of
+   * Node's parse only. True when the request was answered.
+   */
+  gate(req: IncomingMessage, res: ServerResponse): boolean {
+    const refusal = this.#caps.refusalOf(req.socket)
+    if (refusal === undefined) return false
+    shedRaw(res, `${refusal}: close idle connections and retry`, true)
+    this.#rejected?.inc({ reason: 'connections', priority: 'none' })
+    return true
   }
 
   /**
-   * Before Fastify: a request on a refused connection, or one that arrives while the loop lags
-   * past SHED_LAG_MS with a quarter of MAX_IN_FLIGHT busy, is answered 503 here, for the price of Node's parse only. Shedding is
-   * fair between clients (an API key, else a client address): while the loop lags, a client
-   * sending no more than an equal share of the recent requests is still served, so one
-   * flooding client is what gets shed, not its neighbours. Past the limit, a heavy client's
-   * `normal` and `low` work is shed, and its `critical` work in proportion to how far past (all
-   * at twice the limit); past four times the limit everything of heavy clients but the probes.
-   * True when the request was answered.
+   * Whether `client` takes more than its turn: it has requests waiting already, or holds at
+   * least an equal share of the slots among the clients holding any.
    */
-  gate(req: IncomingMessage, res: ServerResponse): boolean {
-    const refusal = refused.get(req.socket)
-    if (refusal !== undefined) {
-      shedRaw(res, `${refusal}: close idle connections and retry`, true)
-      this.#rejected?.inc({ reason: 'connections', priority: 'none' })
-      return true
-    }
+  #isHeavy(client: string, priority: Exclude<Priority, 'ops'>): boolean {
+    if (this.#queues[priority].count(client) > 0) return true
+    return (this.#holding.get(client) ?? 0) >= Math.max(1, this.#limits.maxInFlight / Math.max(1, this.#holding.size))
+  }
+
+  /**
+   * While the event loop lags past SHED_LAG_MS and the server is busy with requests of its own
+   * (lag alone is not overload: another process, a GC pause or a slow disk lags the loop too),
+   * a heavy client's `normal` and `low` work is shed at once, its `critical` work in proportion
+   * to how far past the limit (all of it at twice the limit); past four times the limit
+   * everything of heavy clients but the probes. A client within its share is not shed here.
+   */
+  #shedForLag(client: string, priority: Exclude<Priority, 'ops'>): boolean {
     const limit = this.#limits.lagLimitMs
-    if (limit === 0) return false
-    const client = clientOf(req)
-    const mine = this.#seen.get(client)
-    if (mine === undefined && !this.#seenBefore.has(client)) this.#clients++
-    this.#seen.set(client, (mine ?? 0) + 1)
-    this.#seenTotal++
-    // Lag alone is not overload: another process, a GC pause or a slow disk lags the loop too.
-    // Shed only while this server is also busy with requests of its own.
-    if (this.#lag <= limit || this.#inFlight + this.queued < Math.max(4, this.#limits.maxInFlight / 4)) return false
-    const priority = priorityOf(req.url ?? '/', this.#loginPath)
-    if (priority === 'ops') return false
-    if (this.#isLight(client)) return false
-    if (this.#lag <= 4 * limit) {
-      if (priority === 'critical' && Math.random() >= (this.#lag - limit) / limit) return false
-    }
-    this.#rejected?.inc({ reason: 'lag', priority })
-    shedRaw(res, 'the service is busy', false)
+    if (limit === 0 || this.#lag <= limit || this.#inFlight + this.queued < Math.max(4, this.#limits.maxInFlight / 4)) return false
+    if (!this.#isHeavy(client, priority)) return false
+    if (this.#lag <= 4 * limit && priority === 'critical' && Math.random() >= (this.#lag - limit) / limit) return false
     return true
   }
 
@@ -271,7 +227,7 @@ export class Admission {
     const priority = priorityOf(url, this.#loginPath)
     if (url === '/metrics' || url.startsWith('/metrics?')) {
       // One render at a time: a flood of scrapes does not become the flood.
-      if (this.#metricsRendering) return this.#shed(request, reply, 'metrics are being rendered for another request', 'ops')
+      if (this.#metricsRendering) return this.#shed(request, reply, 'metrics are being rendered for another request', 'ops', 'in_flight')
       this.#metricsRendering = true
       reply.raw.once('close', () => { this.#metricsRendering = false })
       return
@@ -279,57 +235,84 @@ export class Admission {
     // A held wait costs nothing while it waits, and has its own bound.
     if (/[?&]wait=[1-9]/.test(url)) return
     if (priority === 'ops') return
-    // A client sending no more than an equal share of the recent requests (the light one
-    // beside a flood) is not held back by the bound: what it adds is at most its share. Nobody
-    // else overtakes those already waiting.
-    if ((this.#fits(priority) && !this.#waitingAtOrAbove(priority)) || (this.#limits.lagLimitMs > 0 && this.#isLight(clientOf(request.raw)))) {
-      this.#inFlight++
-      return this.#release(request, reply)
+    const client = this.#clientOf(request)
+    if (this.#shedForLag(client, priority)) return this.#shed(request, reply, 'the service is busy', priority, 'lag')
+    // Nobody overtakes those already waiting; past the turn's budget the request waits for the next turn.
+    if (this.#fits(priority) && !this.#waitingAtOrAbove(priority) && this.#withinTurn(performance.now())) {
+      this.#take(client)
+      return this.#release(request, reply, client)
     }
-    if (this.queued >= this.#limits.maxInFlight * QUEUE_FACTOR || this.#limits.queueBudgetMs === 0) return this.#shed(request, reply, 'the service is busy', priority)
+    if (this.#limits.queueBudgetMs === 0 || !this.#makeRoom(client)) return this.#shed(request, reply, 'the service is busy', priority, 'in_flight')
     const admitted = await new Promise<boolean>((resolve) => {
       const waiter: Waiter = {
-        priority,
+        priority, client, queuedAt: performance.now(),
         // The slot is taken when the waiter is chosen, so no newcomer can take it in between.
         admit: () => {
           clearTimeout(waiter.timer)
-          this.#inFlight++
+          this.#take(client)
           resolve(true)
         },
+        shed: () => {
+          clearTimeout(waiter.timer)
+          resolve(false)
+        },
         timer: setTimeout(() => {
-          this.#remove(waiter)
+          this.#queues[priority].remove(client, waiter)
           resolve(false)
         }, this.#limits.queueBudgetMs),
       }
-      this.#queues[priority].push(waiter)
+      this.#queues[priority].push(client, waiter, waiter.queuedAt)
+      this.#scheduleGrant()
       // A client that goes away while it waits gives its place up.
       request.raw.once('close', () => {
-        if (this.#remove(waiter)) {
-          clearTimeout(waiter.timer)
-          resolve(false)
-        }
+        if (this.#queues[priority].remove(client, waiter)) waiter.shed()
       })
     })
-    if (!admitted) return this.#shed(request, reply, 'the service is busy', priority)
-    this.#release(request, reply)
+    if (!admitted) return this.#shed(request, reply, 'the service is busy', priority, 'in_flight')
+    this.#release(request, reply, client)
+  }
+
+  /**
+   * Room in the queue for one more of `client`'s requests: below QUEUE_FACTOR x MAX_IN_FLIGHT
+   * waiting, or by shedding the newest waiter of the client with the most waiting, when that is
+   * another client with more than this one: a flood fills the queue, but cannot keep a lighter
+   * client out of it.
+   */
+  #makeRoom(client: string): boolean {
+    if (this.queued < this.#limits.maxInFlight * QUEUE_FACTOR) return true
+    for (const priority of [...ORDER].reverse()) {
+      const longest = this.#queues[priority].longest()
+      if (longest === undefined || longest.client === client || longest.count <= this.#queues[priority].count(client) + 1) continue
+      this.#queues[priority].pop(longest.client)!.shed()
+      return true
+    }
+    return false
   }
 
   #waitingAtOrAbove(priority: Exclude<Priority, 'ops'>): boolean {
     for (const p of ORDER) {
-      if (this.#queues[p].length > 0) return true
+      if (this.#queues[p].size > 0) return true
       if (p === priority) return false
     }
     return false
   }
 
+  #take(client: string): void {
+    this.#inFlight++
+    this.#holding.set(client, (this.#holding.get(client) ?? 0) + 1)
+  }
+
   /** Gives the slot back when the answer is done or the connection is gone, exactly once. */
-  #release(request: FastifyRequest, reply: FastifyReply): void {
+  #release(request: FastifyRequest, reply: FastifyReply, client: string): void {
     let released = false
     const release = () => {
       if (released) return
       released = true
       this.#inFlight--
-      this.#next()
+      const held = (this.#holding.get(client) ?? 1) - 1
+      if (held <= 0) this.#holding.delete(client)
+      else this.#holding.set(client, held)
+      this.#scheduleGrant()
     }
     if (reply.raw.destroyed || request.raw.destroyed) return release()
     reply.raw.once('close', release)
@@ -339,27 +322,70 @@ export class Admission {
     return this.#inFlight < Math.max(1, Math.floor(this.#limits.maxInFlight * SHARE[priority]))
   }
 
-  /** Admits the first waiter, highest priority first, that fits in the slots now free. */
-  #next(): void {
+  /**
+   * Whether a request may start in this turn of the event loop: true until TURN_BUDGET_MS have
+   * passed since the first one started in it. A turn ends at the loop's next check phase (the
+   * setImmediate queued when it began).
+   */
+  #withinTurn(now: number): boolean {
+    if (!this.#turnOpen) {
+      this.#turnOpen = true
+      this.#turnStart = now
+      setImmediate(this.#endTurn)
+    }
+    return now - this.#turnStart < TURN_BUDGET_MS
+  }
+
+  readonly #endTurn = (): void => { this.#turnOpen = false }
+
+  /**
+   * One grant per slot that can be given, each in its own setImmediate: Node runs the
+   * immediates queued before a check phase together, and a request's synchronous work between
+   * two of them, so each grant sees how much of the turn the previous ones used.
+   */
+  #scheduleGrant(): void {
+    const wanted = Math.min(this.queued, Math.max(0, this.#limits.maxInFlight - this.#inFlight)) - this.#grantsPending
+    // The grants start a turn of their own: what the poll phase before them spent parsing and
+    // shedding is not work they started.
+    if (wanted > 0) setImmediate(this.#endTurn)
+    for (let i = 0; i < wanted; i++) {
+      this.#grantsPending++
+      setImmediate(this.#grant)
+    }
+  }
+
+  /**
+   * Admits the next waiter that fits, highest priority first, clients in turn, unless this turn
+   * of the loop is used up (then it tries again on the next). One that waited past its budget
+   * (timers run late on a busy loop) is answered 503 instead.
+   */
+  readonly #grant = (): void => {
+    this.#grantsPending--
+    const now = performance.now()
+    if (!this.#withinTurn(now)) return this.#scheduleGrant()
     for (const priority of ORDER) {
       const queue = this.#queues[priority]
-      if (queue.length > 0 && this.#fits(priority)) {
-        queue.shift()!.admit()
+      while (queue.size > 0 && this.#fits(priority)) {
+        const { item: waiter, since, left } = queue.shift()!
+        if (now - waiter.queuedAt > this.#budgetOf(since, left, now)) {
+          waiter.shed()
+          continue
+        }
+        waiter.admit()
         return
       }
     }
   }
 
-  #remove(waiter: Waiter): boolean {
-    const queue = this.#queues[waiter.priority]
-    const at = queue.indexOf(waiter)
-    if (at < 0) return false
-    queue.splice(at, 1)
-    return true
+  /** QUEUE_BUDGET_MS, or STANDING_BUDGET_MS for a client with others still waiting whose queue has stood since `since`. */
+  #budgetOf(since: number, left: number, now: number): number {
+    const standing = left > 0 && now - since >= STANDING_MS
+    return standing ? Math.min(this.#limits.queueBudgetMs, STANDING_BUDGET_MS) : this.#limits.queueBudgetMs
   }
 
-  #shed(request: FastifyRequest, reply: FastifyReply, why: string, priority: Priority): void {
-    this.#rejected?.inc({ reason: 'in_flight', priority })
+
+  #shed(request: FastifyRequest, reply: FastifyReply, why: string, priority: Priority, reason: 'in_flight' | 'lag'): void {
+    this.#rejected?.inc({ reason, priority })
     reply.hijack()
     shedRaw(reply.raw, why, false, String(request.id))
   }

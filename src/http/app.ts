@@ -81,6 +81,14 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     loginPath: service.accounts.provider.mountPath,
     // A trusted proxy carries many clients on its connections: only clients' own are capped per address.
     trustedPeer: typeof trust === 'function' ? () => true : trust === false ? () => false : addressMatcher(trust),
+    // Fairness between clients: a key that authenticated before, else the client address as the
+    // rest of the app derives it. An unverified x-api-key is no identity: rotating made-up keys
+    // must not buy a share each.
+    clientOf: (request) => {
+      const header = request.headers['x-api-key']
+      const keyId = typeof header === 'string' ? service.apiKeys.verifiedId(header) : null
+      return keyId === null ? `ip:${request.ip}` : `key:${keyId}`
+    },
   })
   // First of all hooks: a request refused here costs no parsing, no key check, nothing.
   useAdmission(app, admission)

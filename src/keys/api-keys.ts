@@ -211,6 +211,20 @@ export class ApiKeyAuthenticator {
     return key
   }
 
+  /**
+   * The id of the key `presented` was verified as, while that key's last-read row still has
+   * the secret it was verified against and is not revoked; null for anything else (a value
+   * never verified, a forged one). Synchronous and without hashing: for admission control,
+   * which must tell clients apart before a request is authenticated. Only values that once
+   * passed authenticate() are ever remembered, so guessed keys cannot fill the cache.
+   */
+  verifiedId(presented: string): string | null {
+    const known = this.#verified.get(presented)
+    if (known === undefined) return null
+    const row = this.#cache.get(known.id)?.row
+    return row !== undefined && row.secret_hash === known.row.secret_hash && row.revoked_at === null ? known.id : null
+  }
+
   async #lookup(id: string): Promise<ApiKeyRow | undefined> {
     const entry = this.#fresh(id)
     return entry !== undefined ? entry.row : this.#read(id)

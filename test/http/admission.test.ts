@@ -5,6 +5,8 @@
  * bound answered 503 with Retry-After while /healthz and /readyz still answer.
  */
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { after, describe, test } from 'node:test'
 import Fastify from 'fastify'
@@ -209,5 +211,143 @@ describe('requests in flight', () => {
     assert.equal(priorityOf('/numsys/approval-phone', '/oidc'), 'normal')
     assert.equal(priorityOf('/api/v1/admin/usage', '/oidc'), 'low')
     assert.equal(priorityOf('/docs', '/oidc'), 'low')
+  })
+})
+
+describe('fairness between clients (issue 31, items 3 and 4)', () => {
+  /**
+   * A small app with the service's admission: POST /numsys/register-user-login (normal) holds
+   * its slot until released and records who was admitted, in order. `clientOf` as app.ts
+   * builds it, with one key counted as verified.
+   */
+  async function app(limits: { maxInFlight: number; queueBudgetMs: number; lagLimitMs?: number }) {
+    const admission = new Admission({ maxConnections: 1000, maxConnectionsPerIp: 1000, busyKeepAliveMs: 5000, keepAliveMs: 72_000, lagLimitMs: 0, ...limits },
+      { loginPath: '/oidc', trustedPeer: () => false, clientOf: (request) => request.headers['x-api-key'] === REAL_KEY ? 'key:real' : `ip:${request.ip}` })
+    const server = Fastify()
+    useAdmission(server, admission)
+    const held: Array<() => void> = []
+    const admitted: string[] = []
+    let draining = false
+    server.post('/numsys/register-user-login', async (request) => {
+      admitted.push(String(request.headers['x-client'] ?? ''))
+      if (!draining) await new Promise<void>((resolve) => held.push(resolve))
+      return { ok: true }
+    })
+    await server.listen({ host: '127.0.0.1', port: 0 })
+    const address = server.server.address()
+    const port = typeof address === 'object' && address !== null ? address.port : 0
+    const close = async () => {
+      draining = true
+      for (const release of held.splice(0)) release()
+      await server.close()
+    }
+    return { admission, server, held, admitted, port, close, releaseOne: () => held.shift()?.() }
+  }
+  const REAL_KEY = `kns_${'a'.repeat(16)}_${'b'.repeat(43)}`
+  const fakeKey = () => `kns_${randomBytes(8).toString('hex')}_x`
+
+  /** One request on its own connection from `localAddress`; resolves with the status and the 503's headers and body. */
+  function send(port: number, headers: Record<string, string>, localAddress = '127.0.0.1'): Promise<{ status: number; retryAfter?: string; code?: string }> {
+    return new Promise((resolve) => {
+      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/numsys/register-user-login', headers, localAddress, agent: false }, (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => { body += chunk })
+        res.on('end', () => resolve({
+          status: res.statusCode ?? 0,
+          ...(res.headers['retry-after'] === undefined ? {} : { retryAfter: res.headers['retry-after'] }),
+          ...(res.statusCode === 503 ? { code: (JSON.parse(body) as { code: string }).code } : {}),
+        }))
+      })
+      req.on('error', () => resolve({ status: 0 }))
+      req.end()
+    })
+  }
+  /** Waits (10 ms steps, 10 s at most) until `condition` holds: connections arrive when the machine lets them. */
+  async function until(condition: () => boolean, what: string): Promise<void> {
+    for (const deadline = performance.now() + 10_000; !condition(); await new Promise((resolve) => setTimeout(resolve, 10))) {
+      if (performance.now() > deadline) assert.fail(`timed out waiting for: ${what}`)
+    }
+  }
+  /** Lets one held request finish and waits for the next one to be admitted (or for nothing more to wait). */
+  async function releaseAndNext(a: { releaseOne(): void; admitted: string[]; admission: Admission }): Promise<void> {
+    const before = a.admitted.length
+    a.releaseOne()
+    await until(() => a.admitted.length > before || a.admission.queued === 0, 'the next admission')
+  }
+
+  test('MAX_IN_FLIGHT holds with a random x-api-key on each request (was: 20 of 20 in flight), and for a client alone on the server', async () => {
+    const a = await app({ maxInFlight: 4, queueBudgetMs: 250, lagLimitMs: 50 })
+    try {
+      let answered = 0
+      const answers = Array.from({ length: 20 }, () => send(a.port, { 'x-api-key': fakeKey() }).then((r) => { answered++; return r }))
+      let most = 0
+      await until(() => {
+        most = Math.max(most, a.admission.inFlight)
+        return a.admitted.length + a.admission.queued + answered >= 20 && a.admission.queued === 0
+      }, 'every request admitted or answered')
+      assert.ok(most <= 4, `${most} in flight`)
+      assert.equal(a.admitted.length, 3, 'normal work holds three quarters of the slots, fake keys or not')
+      a.held.splice(0).forEach((release) => release())
+      const statuses = (await Promise.all(answers)).map((r) => r.status)
+      assert.equal(statuses.filter((s) => s === 200).length, 3)
+      for (const r of (await Promise.all(answers)).filter((r) => r.status !== 200)) {
+        assert.equal(r.status, 503)
+        assert.equal(r.retryAfter, '1')
+        assert.equal(r.code, 'OVERLOADED')
+      }
+    } finally {
+      await a.close()
+    }
+  })
+
+  test('rotating fake keys get no share of their own; a verified heavy key is served in turn with them, not behind them', async () => {
+    // Normal work may hold 3 of the 4 slots.
+    const a = await app({ maxInFlight: 4, queueBudgetMs: 10_000 })
+    try {
+      const fake = Array.from({ length: 8 }, () => send(a.port, { 'x-api-key': fakeKey(), 'x-client': 'fake' }))
+      await until(() => a.admission.queued === 5, 'the fake keys\' requests queued')
+      const real = Array.from({ length: 4 }, () => send(a.port, { 'x-api-key': REAL_KEY, 'x-client': 'real' }))
+      await until(() => a.admission.queued === 9, 'the real key\'s requests queued')
+      assert.equal(a.admission.inFlight, 3)
+      for (let i = 0; i < 6; i++) await releaseAndNext(a)
+      // Past the first three: the fake keys (one client: their address) and the real key take turns.
+      assert.deepEqual(a.admitted.slice(3, 9), ['fake', 'real', 'fake', 'real', 'fake', 'real'], `admitted in order: ${a.admitted.join(', ')}`)
+      assert.ok(a.admission.inFlight <= 3)
+      for (let i = 0; i < 12; i++) await releaseAndNext(a)
+      assert.ok((await Promise.all([...fake, ...real])).every((r) => r.status === 200))
+    } finally {
+      await a.close()
+    }
+  })
+
+  test('a light client\'s request is admitted ahead of a flooding client\'s queue, and finds room in a full queue', async () => {
+    // One slot, room for four waiting: the flood's tenth request is refused at once, 503 with Retry-After in the error shape.
+    const a = await app({ maxInFlight: 1, queueBudgetMs: 10_000 })
+    try {
+      const flood = Array.from({ length: 6 }, () => send(a.port, { 'x-client': 'flood' }, '127.0.0.1'))
+      const refused = await Promise.race(flood)
+      await until(() => a.admission.queued === 4, 'four flood requests waiting')
+      assert.equal(a.admission.inFlight, 1)
+      assert.deepEqual(refused, { status: 503, retryAfter: '1', code: 'OVERLOADED' })
+      // The queue is full of the flood's requests: the light client's takes the place of the flood's newest.
+      let pushedOut = false
+      void Promise.race(flood.slice(1)).then(() => { pushedOut = true })
+      const light = send(a.port, { 'x-client': 'light' }, '127.0.0.2')
+      await until(() => pushedOut, 'a flood request making room')
+      assert.equal(a.admission.queued, 4)
+      // Clients take turns; one that had nothing waiting goes ahead of those served before
+      // (FQ-CoDel's new flows), after the flood's first turn (it was new too).
+      await releaseAndNext(a)
+      await releaseAndNext(a)
+      assert.deepEqual(a.admitted, ['flood', 'flood', 'light'], 'the light client went ahead of the flood requests waiting before it')
+      await releaseAndNext(a)
+      assert.equal((await light).status, 200)
+      for (let i = 0; i < 6; i++) await releaseAndNext(a)
+      const statuses = (await Promise.all(flood)).map((r) => r.status).sort()
+      assert.deepEqual(statuses, [200, 200, 200, 200, 503, 503])
+    } finally {
+      await a.close()
+    }
   })
 })

@@ -106,6 +106,22 @@ describe('revocation', () => {
     assertError(await post(h, url, approvalBody({ phoneNumber: phone }), { 'x-api-key': created.key }), 401, 'UNAUTHORIZED')
   })
 
+  test('verifiedId (admission\'s client identity): only a key that authenticated, by its id; a forged or revoked one is null', async () => {
+    const created = await newKey()
+    const auth = new ApiKeyAuthenticator(h.service.db)
+    assert.equal(auth.verifiedId(created.key), null, 'never authenticated yet')
+    const forged = `kns_${created.id}_${'A'.repeat(43)}`
+    await assert.rejects(auth.authenticate(forged), /invalid API key/)
+    assert.equal(auth.verifiedId(forged), null, 'the real id with a wrong secret is no identity')
+    assert.equal(auth.verifiedId(`kns_${randomBytes(8).toString('hex')}_x`), null)
+    await auth.authenticate(created.key)
+    assert.equal(auth.verifiedId(created.key), created.id)
+    await revokeApiKey(h.service.db, created.id)
+    await sleep(600)
+    await assert.rejects(auth.authenticate(created.key), /revoked/)
+    assert.equal(auth.verifiedId(created.key), null, 'revoked: no identity of its own any more')
+  })
+
   test('a key in use is re-read in the background before its entry expires; a revocation still ends it within the bound', async () => {
     const created = await newKey()
     let reads = 0
