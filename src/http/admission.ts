@@ -10,7 +10,7 @@
  * (src/lib/fair-queue.ts), at most QUEUE_BUDGET_MS, and at most STANDING_BUDGET_MS for a
  * client whose queue has not emptied for STANDING_MS: past that it is answered 503 with
  * Retry-After (cheap: nothing was parsed). A client is its authenticated API key, else its address (the same
- * address the rest of the app uses: TRUST_PROXY applies); an `x-api-key` that was never
+ * address the rest of the app uses: TRUST_PROXY applies; IPv6 grouped by /64); an `x-api-key` that was never
  * verified is no identity of its own. Requests are started in a turn of the event loop only
  * until TURN_BUDGET_MS of it have passed, the rest from the queue in later turns: Node accepts
  * one connection per turn, and turns that ran a queue of synchronous work (a registration is
@@ -27,6 +27,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OverloadedError } from '../errors.ts'
+import { addressGroup } from '../lib/client-address.ts'
 import { FairQueue } from '../lib/fair-queue.ts'
 import { ConnectionCaps } from './connection-caps.ts'
 import { errorBody } from './error-body.ts'
@@ -105,8 +106,8 @@ function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: st
   res.end(body)
 }
 
-/** Who a request is from, by default: its client address (Fastify's `request.ip`, so TRUST_PROXY applies). */
-const byAddress = (request: FastifyRequest): string => `ip:${request.ip}`
+/** Who a request is from, by default: its client address group (Fastify's `request.ip`, so TRUST_PROXY applies; IPv6 by /64). */
+const byAddress = (request: FastifyRequest): string => `ip:${addressGroup(request.ip)}`
 
 
 interface Waiter {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { addressMatcher } from '../lib/address-ranges.ts'
+import { addressGroup } from '../lib/client-address.ts'
 import { Admission, useAdmission } from './admission.ts'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Registry } from 'prom-client'
@@ -83,11 +84,11 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     trustedPeer: typeof trust === 'function' ? () => true : trust === false ? () => false : addressMatcher(trust),
     // Fairness between clients: a key that authenticated before, else the client address as the
     // rest of the app derives it. An unverified x-api-key is no identity: rotating made-up keys
-    // must not buy a share each.
+    // must not buy a share each; nor may the addresses of one IPv6 /64 (addressGroup).
     clientOf: (request) => {
       const header = request.headers['x-api-key']
       const keyId = typeof header === 'string' ? service.apiKeys.verifiedId(header) : null
-      return keyId === null ? `ip:${request.ip}` : `key:${keyId}`
+      return keyId === null ? `ip:${addressGroup(request.ip)}` : `key:${keyId}`
     },
   })
   // First of all hooks: a request refused here costs no parsing, no key check, nothing.

@@ -7,6 +7,7 @@
  */
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
+import { addressGroup } from '../lib/client-address.ts'
 
 export interface ConnectionLimits {
   maxConnections: number
@@ -44,8 +45,10 @@ export class ConnectionCaps {
   refusalOf(socket: Socket): string | undefined { return this.#refused.get(socket) }
 
   #onConnection(server: Server, socket: Socket): void {
-    const address = socket.remoteAddress ?? ''
-    const capped = !this.#trustedPeer(address)
+    const peer = socket.remoteAddress ?? ''
+    const capped = !this.#trustedPeer(peer)
+    // Counted by address group: the addresses of one IPv6 /64 are one client's.
+    const address = addressGroup(peer)
     const mine = this.#perAddress.get(address) ?? 0
     let refusal: string | null = null
     if (this.#connections >= this.#limits.maxConnections) refusal = 'the server has too many connections open'

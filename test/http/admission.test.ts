@@ -220,10 +220,12 @@ describe('fairness between clients (issue 31, items 3 and 4)', () => {
    * its slot until released and records who was admitted, in order. `clientOf` as app.ts
    * builds it, with one key counted as verified.
    */
-  async function app(limits: { maxInFlight: number; queueBudgetMs: number; lagLimitMs?: number }) {
+  async function app(limits: { maxInFlight: number; queueBudgetMs: number; lagLimitMs?: number }, options: { byAddressBehindProxy?: boolean } = {}) {
     const admission = new Admission({ maxConnections: 1000, maxConnectionsPerIp: 1000, busyKeepAliveMs: 5000, keepAliveMs: 72_000, lagLimitMs: 0, ...limits },
-      { loginPath: '/oidc', trustedPeer: () => false, clientOf: (request) => request.headers['x-api-key'] === REAL_KEY ? 'key:real' : `ip:${request.ip}` })
-    const server = Fastify()
+      options.byAddressBehindProxy === true
+        ? { loginPath: '/oidc', trustedPeer: () => true }
+        : { loginPath: '/oidc', trustedPeer: () => false, clientOf: (request) => request.headers['x-api-key'] === REAL_KEY ? 'key:real' : `ip:${request.ip}` })
+    const server = Fastify({ trustProxy: options.byAddressBehindProxy === true })
     useAdmission(server, admission)
     const held: Array<() => void> = []
     const admitted: string[] = []
@@ -346,6 +348,29 @@ describe('fairness between clients (issue 31, items 3 and 4)', () => {
       for (let i = 0; i < 6; i++) await releaseAndNext(a)
       const statuses = (await Promise.all(flood)).map((r) => r.status).sort()
       assert.deepEqual(statuses, [200, 200, 200, 200, 503, 503])
+    } finally {
+      await a.close()
+    }
+  })
+
+  test('the addresses of one IPv6 /64 are one client: rotating them buys no turns of their own', async () => {
+    // Behind a trusted proxy (X-Forwarded-For), by the default identity: the address group.
+    const a = await app({ maxInFlight: 1, queueBudgetMs: 10_000 }, { byAddressBehindProxy: true })
+    try {
+      const from = (address: string, client: string) => send(a.port, { 'x-forwarded-for': address, 'x-client': client })
+      const rotating = [from('2001:db8:1:1::1', 'rotating')]
+      await until(() => a.admission.inFlight === 1, 'the first request admitted')
+      for (let i = 2; i <= 4; i++) rotating.push(from(`2001:db8:1:1::${i.toString(16)}:${i}`, 'rotating'))
+      await until(() => a.admission.queued === 3, 'three more from the same /64 waiting')
+      const other = from('2001:db8:1:2::1', 'other')
+      await until(() => a.admission.queued === 4, 'another /64 waiting')
+      await releaseAndNext(a)
+      await releaseAndNext(a)
+      // One client per /64: after its first turn (it was new to the queue too) the other /64
+      // goes ahead of the rest the rotating one has waiting (each address its own client: after all of them).
+      assert.deepEqual(a.admitted, ['rotating', 'rotating', 'other'], `admitted in order: ${a.admitted.join(', ')}`)
+      for (let i = 0; i < 5; i++) await releaseAndNext(a)
+      assert.ok((await Promise.all([...rotating, other])).every((r) => r.status === 200))
     } finally {
       await a.close()
     }
