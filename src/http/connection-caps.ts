@@ -54,12 +54,17 @@ export class ConnectionCaps {
     if (this.#connections >= this.#limits.maxConnections) refusal = 'the server has too many connections open'
     else if (capped && mine >= this.#limits.maxConnectionsPerIp) refusal = 'too many connections from this address'
     if (refusal !== null) {
-      this.#count(capped && mine >= this.#limits.maxConnectionsPerIp ? 'connections_per_ip' : 'connections')
+      const perAddress = capped && mine >= this.#limits.maxConnectionsPerIp && this.#connections < this.#limits.maxConnections
+      this.#count(perAddress ? 'connections_per_ip' : 'connections')
       // Its first request is answered 503 and the connection closed (onRequest, before anything
       // is parsed beyond the headers); one that sends nothing within a second is dropped.
       this.#refused.set(socket, refusal)
       socket.setTimeout(1000, () => socket.destroy())
-      this.#reclaim(server)
+      // Only a full server makes room by closing idle connections: a client over its own cap
+      // gains nothing by it, and a flood's refused connections closed every other client's
+      // idle keep-alive connection ten times a second (each reconnect then waited in the
+      // kernel's accept queue behind the flood: the light client's 0.5-0.8 s answers).
+      if (!perAddress) this.#reclaim(server)
       return
     }
     this.#connections++
