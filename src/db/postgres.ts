@@ -5,6 +5,7 @@ import pg from 'pg'
 import { parseIntoClientConfig } from 'pg-connection-string'
 import { from as copyFrom } from 'pg-copy-streams'
 import type { Database, Executor, Row } from './engine.ts'
+import { PriorityGate } from './priority-gate.ts'
 import { isDatabaseUnavailable } from './unavailable.ts'
 
 // BIGINT (epoch ms, counters) as JS numbers: every value we store fits in 2^53.
@@ -28,17 +29,19 @@ function statement(sql: string, params: readonly unknown[]): pg.QueryConfig {
   return name === null ? { text: sql, values: params as unknown[] } : { name, text: sql, values: params as unknown[] }
 }
 
-function executor(client: pg.Pool | pg.PoolClient): Executor {
+/** Statements on one checked-out connection, or on the pool (each taking a connection, through `gate`, for its statement). */
+function executor(client: pg.Pool | pg.PoolClient, gate?: PriorityGate): Executor {
+  const query = gate === undefined ? (config: pg.QueryConfig) => client.query(config) : (config: pg.QueryConfig) => gate.with(() => client.query(config))
   return {
     engine: 'postgres',
     async all<T>(sql: string, params: readonly unknown[] = []) {
-      return (await client.query(statement(sql, params))).rows as T[]
+      return (await query(statement(sql, params))).rows as T[]
     },
     async get<T>(sql: string, params: readonly unknown[] = []) {
-      return (await client.query(statement(sql, params))).rows[0] as T | undefined
+      return (await query(statement(sql, params))).rows[0] as T | undefined
     },
     async run(sql: string, params: readonly unknown[] = []) {
-      return (await client.query(statement(sql, params))).rowCount ?? 0
+      return (await query(statement(sql, params))).rowCount ?? 0
     },
     async copyFrom(sql: string, data: string) {
       // A pool hands out a connection per query: COPY needs one for its whole stream.
@@ -46,9 +49,10 @@ function executor(client: pg.Pool | pg.PoolClient): Executor {
         await pipeline(Readable.from([data]), client.query(copyFrom(sql)))
         return
       }
-      await withCheckedOut(await client.connect(), async (connection) => {
+      const stream = async () => withCheckedOut(await client.connect(), async (connection) => {
         await pipeline(Readable.from([data]), connection.query(copyFrom(sql)))
       })
+      await (gate === undefined ? stream() : gate.with(stream))
     },
   }
 }
@@ -113,6 +117,8 @@ export class PostgresDatabase implements Database {
   /** For connections outside the pool (LISTEN). */
   readonly connectionString: string
   readonly #executor: Executor
+  /** Every use of the pool waits here first, by priority (see PriorityGate). */
+  readonly #gate: PriorityGate
   readonly timeouts: PostgresTimeouts
   readonly #isAsyncCommit: boolean
   #asyncCommit: PostgresDatabase | undefined
@@ -140,7 +146,8 @@ export class PostgresDatabase implements Database {
       : { connectionString, application_name: 'kns', ...limits })
     // An idle client losing its connection must not crash the process.
     this.pool.on('error', () => {})
-    this.#executor = executor(this.pool)
+    this.#gate = new PriorityGate(max, this.timeouts.connectMs)
+    this.#executor = executor(this.pool, this.#gate)
   }
 
   /** A small pool of its own (at most 4 connections), opened on first use: a CLI command never opens it. */
@@ -156,7 +163,7 @@ export class PostgresDatabase implements Database {
   run(sql: string, params?: readonly unknown[]): Promise<number> { return this.#executor.run(sql, params) }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return withCheckedOut(await this.pool.connect(), async (client, drop) => {
+    return this.#gate.with(async () => withCheckedOut(await this.pool.connect(), async (client, drop) => {
       try {
         await client.query('BEGIN')
         const result = await fn(executor(client))
@@ -169,16 +176,16 @@ export class PostgresDatabase implements Database {
         if (!isDatabaseUnavailable(err)) await client.query('ROLLBACK').catch(drop)
         throw err
       }
-    })
+    }))
   }
 
   async exec(sql: string): Promise<void> {
-    await this.pool.query(sql)
+    await this.#gate.with(() => this.pool.query(sql))
   }
 
   async ping(): Promise<void> {
     const limit = this.timeouts.queryMs > 0 ? Math.min(PING_TIMEOUT_MS, this.timeouts.queryMs) : PING_TIMEOUT_MS
-    await this.pool.query({ text: 'SELECT 1', query_timeout: limit } as pg.QueryConfig)
+    await this.#gate.with(() => this.pool.query({ text: 'SELECT 1', query_timeout: limit } as pg.QueryConfig))
   }
 
   async close(): Promise<void> {

@@ -29,11 +29,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OverloadedError } from '../errors.ts'
 import { addressGroup } from '../lib/client-address.ts'
 import { FairQueue } from '../lib/fair-queue.ts'
+import { runWithPriority, type WorkPriority } from '../lib/work-priority.ts'
 import { ConnectionCaps } from './connection-caps.ts'
 import { errorBody } from './error-body.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 
-export type Priority = 'critical' | 'normal' | 'low' | 'ops'
+export type Priority = WorkPriority
 
 export interface AdmissionLimits {
   maxConnections: number
@@ -145,6 +146,9 @@ export class Admission {
     this.#caps = new ConnectionCaps(limits, options.trustedPeer, (reason) => this.#rejected?.inc({ reason, priority: 'none' }))
     this.#clientOf = options.clientOf ?? byAddress
   }
+
+  /** The priority of a request to `url` on this server. */
+  priorityOf(url: string): Priority { return priorityOf(url, this.#loginPath) }
 
   get inFlight(): number { return this.#inFlight }
   get connections(): number { return this.#caps.connections }
@@ -410,8 +414,11 @@ export function useAdmission(app: FastifyInstance, admission: Admission): void {
   // The gate runs before Fastify builds anything for the request.
   const handlers = app.server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>
   app.server.removeAllListeners('request')
+  // Each request runs as work of its priority: the PostgreSQL pool serves its waiters in that
+  // order too (src/db/priority-gate.ts), or a FIFO wait for a connection would undo admission's.
   app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (!admission.gate(req, res)) for (const handler of handlers) handler(req, res)
+    if (admission.gate(req, res)) return
+    runWithPriority(admission.priorityOf(req.url ?? '/'), () => { for (const handler of handlers) handler(req, res) })
   })
   app.addHook('onRequest', admission.onRequest)
   app.addHook('onListen', (done) => { admission.startLagMonitor(); done() })

@@ -11,6 +11,7 @@ import { connect, type Socket } from 'node:net'
 import { after, describe, test } from 'node:test'
 import Fastify from 'fastify'
 import { Admission, priorityOf, useAdmission } from '../../src/http/admission.ts'
+import { currentPriority } from '../../src/lib/work-priority.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 
 /** A raw HTTP/1.1 connection from `localAddress` that sends one request and reads one answer, then stays open (keep-alive). */
@@ -18,8 +19,16 @@ async function idleClient(port: number, localAddress = '127.0.0.1', path = '/hea
   const socket = connect({ host: '127.0.0.1', port, localAddress })
   socket.setEncoding('utf8')
   await new Promise<void>((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject) })
+  const answer = await ask(socket, path)
+  socket.on('error', () => {})
+  return { socket, answer }
+}
+
+/** Sends one request on `socket` and reads its answer ('' when the connection closes first). */
+async function ask(socket: Socket, path: string): Promise<string> {
+  if (socket.readyState !== 'open') return ''
   socket.write(`GET ${path} HTTP/1.1\r\nHost: kns\r\n\r\n`)
-  const answer = await new Promise<string>((resolve) => {
+  return new Promise<string>((resolve) => {
     let data = ''
     const onData = (chunk: string) => {
       data += chunk
@@ -32,8 +41,6 @@ async function idleClient(port: number, localAddress = '127.0.0.1', path = '/hea
     socket.on('data', onData)
     socket.once('close', () => resolve(data))
   })
-  socket.on('error', () => {})
-  return { socket, answer }
 }
 
 async function listening(env: Record<string, string>): Promise<{ h: Harness; port: number }> {
@@ -62,6 +69,26 @@ describe('connections', () => {
       const other = await idleClient(port, '127.0.0.4', '/readyz')
       opened.push(other.socket)
       assert.match(other.answer, /^HTTP\/1\.1 200/)
+    } finally {
+      for (const s of opened.splice(0)) s.destroy()
+      await h.close()
+    }
+  })
+
+  test('connections refused by MAX_CONNECTIONS_PER_IP leave other clients\' idle keep-alive connections open (issue 31, item 4)', async () => {
+    // A flood past its own cap closed every idle connection of the server ten times a second:
+    // the light client's reconnects then waited in the kernel's accept queue behind the flood.
+    const { h, port } = await listening({ MAX_CONNECTIONS_PER_IP: '5', MAX_CONNECTIONS: '200' })
+    try {
+      const light = await idleClient(port, '127.0.0.2')
+      opened.push(light.socket)
+      const flood = []
+      for (let i = 0; i < 5; i++) flood.push(await idleClient(port, '127.0.0.3'))
+      opened.push(...flood.map((c) => c.socket))
+      const refused = await idleClient(port, '127.0.0.3')
+      opened.push(refused.socket)
+      assert.match(refused.answer, /^HTTP\/1\.1 503/)
+      assert.match(await ask(light.socket, '/healthz'), /^HTTP\/1\.1 200/, 'the light client\'s connection is still open')
     } finally {
       for (const s of opened.splice(0)) s.destroy()
       await h.close()
@@ -200,6 +227,31 @@ describe('requests in flight', () => {
       assert.ok(scrapes.some((r) => r.status === 200))
     } finally {
       await a.server.close()
+    }
+  })
+
+  test('a request\'s work runs at its priority, body and all: the PostgreSQL pool serves its waiters in that order (issue 31, item 4)', async () => {
+    const admission = new Admission({ maxConnections: 1000, maxConnectionsPerIp: 1000, busyKeepAliveMs: 5000, keepAliveMs: 72_000, lagLimitMs: 0, maxInFlight: 8, queueBudgetMs: 1000 },
+      { loginPath: '/oidc', trustedPeer: () => false })
+    const server = Fastify()
+    useAdmission(server, admission)
+    // The handlers run after the body was read (in the socket's callbacks) and an awaited hook.
+    const priority = async () => { await new Promise((resolve) => setTimeout(resolve, 1)); return { priority: currentPriority() } }
+    server.post('/numsys/call-signature-verification', priority)
+    server.post('/numsys/register-user-login', priority)
+    server.get('/api/v1/UsageGraph/global-public-stats', priority)
+    server.get('/readyz', priority)
+    await server.listen({ host: '127.0.0.1', port: 0 })
+    try {
+      const base = `http://127.0.0.1:${(server.server.address() as { port: number }).port}`
+      const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pad: 'x'.repeat(200_000) }) }
+      const answers = await Promise.all([
+        fetch(`${base}/numsys/call-signature-verification`, post), fetch(`${base}/numsys/register-user-login`, post),
+        fetch(`${base}/api/v1/UsageGraph/global-public-stats`), fetch(`${base}/readyz`),
+      ])
+      assert.deepEqual(await Promise.all(answers.map(async (r) => (await r.json() as { priority: string }).priority)), ['critical', 'normal', 'low', 'ops'])
+    } finally {
+      await server.close()
     }
   })
 
