@@ -136,9 +136,11 @@ describe('x5u: the certificate trust source', () => {
     const url = `${base}/certs/spc.pem?cold=${randomUUID()}`
     const before = h.service.certificateTrust.certificates.fetches
     const jwt = await passport(pki.leaves.spc.key, url)
-    const answers = await Promise.all(Array.from({ length: 1000 }, () => verify(jwt)))
-    const failed = answers.find((a) => a.success !== true)
-    assert.equal(failed, undefined, failed?.debug.reason)
+    // The service's verifier, not HTTP: 1 000 requests at once from one client are more than
+    // admission lets in (64 in flight, the rest shed as a standing queue), and this is about the fetch.
+    const verdicts = await Promise.all(Array.from({ length: 1000 }, () => h.service.callVerifier.verify({ origTN: ORIG, destTN: DEST, jwt })))
+    const failed = verdicts.find((v) => !v.success)
+    assert.equal(failed, undefined, JSON.stringify(failed))
     assert.equal(h.service.certificateTrust.certificates.fetches - before, 1)
   })
 })
