@@ -175,7 +175,8 @@ describe('LEDGER=sui: the GraphQL events query feeds the same watcher', () => {
       assert.equal(await storedStatus(h, ref), 'pending')
       stub.world.fail(null)
       await until(async () => (await storedStatus(h, ref)) === 'approved')
-      assert.equal(w.state, 'watching')
+      // The approval is stored inside the poll that succeeds; the state turns once it returns.
+      await until(() => w.state === 'watching')
     } finally {
       stub.world.fail(null)
       await w.stop()
