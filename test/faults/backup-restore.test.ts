@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test, type TestContext } from 'node:test'
@@ -22,11 +22,11 @@ import { createApiKey } from '../../src/keys/api-keys.ts'
 import { openService } from '../../src/service.ts'
 import { ENGINE } from '../helpers.ts'
 import {
-  createEmptyDatabase, postgresToolsUnavailable, restoreBackup, restoreSqliteBackup, sqliteShellUnavailable, takeBackup, takeSqliteBackup,
+  createEmptyDatabase, PG_DUMP_FLAGS, PG_RESTORE_FLAGS, postgresToolsUnavailable, restoreBackup, restoreSqliteBackup, sqliteShellUnavailable, takeBackup, takeSqliteBackup,
   type Backup,
 } from '../support/backup.ts'
 import { randomPhone } from '../support/kns.ts'
-import { approvalPhoneBody, freePort, killAll, postJson, runKns, sleep, startServer, type RunningServer } from '../support/process.ts'
+import { approvalPhoneBody, freePort, killAll, postJson, ROOT, runKns, sleep, startServer, type RunningServer } from '../support/process.ts'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts'
 import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
@@ -315,3 +315,11 @@ for (const secret of ['given', 'generated'] as const) {
     await second.stop()
   })
 }
+
+test('docs/operations.md gives operators the commands this test runs', () => {
+  const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8')
+  const section = doc.slice(doc.indexOf('\n## Backups\n'), doc.indexOf('\n## ', doc.indexOf('\n## Backups\n') + 1))
+  for (const command of [`pg_dump ${PG_DUMP_FLAGS.join(' ')} `, `pg_restore ${PG_RESTORE_FLAGS.join(' ')} `, 'sqlite3 -cmd \'.timeout 5000\' "$DATA_DIR/kns.db" ".backup \'']) {
+    assert.ok(section.includes(command), `the Backups section does not give \`${command.trim()}\``)
+  }
+})

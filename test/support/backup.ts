@@ -13,6 +13,10 @@ import pg from 'pg'
 
 const run = promisify(execFile)
 
+/** The flags docs/operations.md gives operators (test/faults/backup-restore.test.ts holds the doc to them). */
+export const PG_DUMP_FLAGS = ['--format=custom']
+export const PG_RESTORE_FLAGS = ['--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error']
+
 /**
  * The newest PostgreSQL client tools Debian installed, called by their full path: Debian's
  * /usr/bin/pg_dump is a wrapper that picks a version by its own rules, and pg_dump must be at
@@ -109,7 +113,7 @@ export async function takeBackup(sourceUrl: string, dir: string, options: { time
   const { dbname, env } = libpqConnection(sourceUrl)
   const file = join(dir, `kns-${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${process.pid}.dump`)
   const started = performance.now()
-  await tool('pg_dump', ['--format=custom', `--file=${file}`, `--dbname=${dbname}`], env, options.timeoutMs ?? 600_000)
+  await tool('pg_dump', [...PG_DUMP_FLAGS, `--file=${file}`, `--dbname=${dbname}`], env, options.timeoutMs ?? 600_000)
   const finishedAt = performance.now()
   const list = await tool('pg_restore', ['--list', file], env, 60_000)
   const tables = [...list.matchAll(/^\d+; \d+ \d+ TABLE DATA \S+ (\S+) /gm)].map((m) => m[1]!)
@@ -126,7 +130,7 @@ export async function takeBackup(sourceUrl: string, dir: string, options: { time
 export async function restoreBackup(file: string, targetUrl: string, options: { timeoutMs?: number } = {}): Promise<{ ms: number }> {
   const { dbname, env } = libpqConnection(targetUrl)
   const started = performance.now()
-  await tool('pg_restore', ['--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error', `--dbname=${dbname}`, file], env,
+  await tool('pg_restore', [...PG_RESTORE_FLAGS, `--dbname=${dbname}`, file], env,
     options.timeoutMs ?? 600_000)
   return { ms: performance.now() - started }
 }
