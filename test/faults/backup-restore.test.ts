@@ -22,8 +22,8 @@ import { createApiKey } from '../../src/keys/api-keys.ts'
 import { openService } from '../../src/service.ts'
 import { ENGINE } from '../helpers.ts'
 import {
-  createEmptyDatabase, PG_DUMP_FLAGS, PG_RESTORE_FLAGS, postgresToolsUnavailable, restoreBackup, restoreSqliteBackup, sqliteShellUnavailable, takeBackup, takeSqliteBackup,
-  type Backup,
+  createEmptyDatabase, PG_BASEBACKUP_FLAGS, PG_DUMP_FLAGS, PG_RESTORE_FLAGS, postgresToolsUnavailable, restoreBackup, restoreBaseBackup, restoreSqliteBackup, sqliteShellUnavailable,
+  takeBackup, takeBaseBackup, takeSqliteBackup, type Backup,
 } from '../support/backup.ts'
 import { randomPhone } from '../support/kns.ts'
 import { approvalPhoneBody, freePort, killAll, postJson, ROOT, runKns, sleep, startServer, type RunningServer } from '../support/process.ts'
@@ -31,17 +31,21 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
 import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
-/** Where backups are taken from and restored to: the engine of this pass. */
-interface Engine {
+/** A way of taking and restoring a backup, with the servers it needs. */
+interface Method {
+  name: string
   skip: string | false
+  /** With KNS_SECRET given, and generated (kept in the database). */
+  secrets: readonly Secret[]
   setup(): Promise<void>
   teardown(): Promise<void>
   /** The environment (DATABASE_URL or DATA_DIR) of a new, empty database named `name`. */
   source(name: string): Promise<Record<string, string>>
   take(source: Record<string, string>, dir: string): Promise<Backup>
-  /** Restores into a fresh server; returns the environment that serves the restored database. */
+  /** Restores into a fresh server; returns the environment that serves the restored database `name`. */
   restore(backup: Backup, name: string): Promise<Record<string, string>>
 }
+type Secret = 'given' | 'generated'
 
 const dirs: string[] = []
 function tempDir(prefix: string): string {
@@ -50,35 +54,66 @@ function tempDir(prefix: string): string {
   return dir
 }
 
-function postgresEngine(): Engine {
-  let origin: ThrowawayCluster | undefined
-  let fresh: ThrowawayCluster | undefined
+const postgresSkip = ENGINE !== 'postgres' ? 'runs in the PostgreSQL pass (DATABASE_URL set); it makes clusters of its own'
+  : unavailableReason() ?? postgresToolsUnavailable() ?? false
+
+/** The old server and the new one: a throw-away cluster each, the new one with nothing of the old but the backup. */
+function twoClusters() {
+  const clusters: { origin?: ThrowawayCluster; fresh?: ThrowawayCluster } = {}
   return {
-    skip: ENGINE !== 'postgres' ? 'runs in the PostgreSQL pass (DATABASE_URL set); it makes clusters of its own'
-      : unavailableReason() ?? postgresToolsUnavailable() ?? false,
+    clusters,
     async setup() {
-      origin = await createThrowawayCluster()
-      fresh = await createThrowawayCluster() // the new server: nothing of the old one but the archive
+      clusters.origin = await createThrowawayCluster()
+      clusters.fresh = await createThrowawayCluster()
     },
     async teardown() {
-      await origin?.drop()
-      await fresh?.drop()
+      await clusters.origin?.drop()
+      await clusters.fresh?.drop()
     },
-    async source(name) {
-      return { DATA_DIR: tempDir('kns-backup-src-'), DATABASE_URL: await createEmptyDatabase(origin!.url, { role: 'kns', database: name }) }
+    async source(name: string) {
+      return { DATA_DIR: tempDir('kns-backup-src-'), DATABASE_URL: await createEmptyDatabase(clusters.origin!.url, { role: 'kns', database: name }) }
     },
+  }
+}
+
+/** The documented procedure: pg_dump of the service's database, pg_restore into an empty one on the new server. */
+function dumpMethod(): Method {
+  const { clusters, ...lifecycle } = twoClusters()
+  return {
+    name: 'pg_dump', skip: postgresSkip, secrets: ['given', 'generated'], ...lifecycle,
     take: (source, dir) => takeBackup(source.DATABASE_URL!, dir),
     async restore(backup, name) {
-      const url = await createEmptyDatabase(fresh!.url, { role: 'kns', database: name })
+      const url = await createEmptyDatabase(clusters.fresh!.url, { role: 'kns', database: name })
       await restoreBackup(backup.file, url)
       return { DATA_DIR: tempDir('kns-backup-dst-'), DATABASE_URL: url }
     },
   }
 }
 
-function sqliteEngine(): Engine {
+/**
+ * A physical base backup of the old server (its superuser: replication), laid out as the new
+ * server's data directory. The secret's two cases differ only in a row of `settings`, which
+ * the dump's test shows either way: one case here.
+ */
+function baseBackupMethod(): Method {
+  const { clusters, ...lifecycle } = twoClusters()
   return {
-    skip: ENGINE !== 'sqlite' ? 'runs in the SQLite pass' : sqliteShellUnavailable() ?? false,
+    name: 'pg_basebackup', skip: postgresSkip, secrets: ['given'], ...lifecycle,
+    take: (_source, dir) => takeBaseBackup(clusters.origin!.url, dir),
+    async restore(backup, name) {
+      await clusters.fresh!.replaceData((dataDir) => restoreBaseBackup(backup.file, dataDir).then(() => {}))
+      const url = new URL(clusters.fresh!.url)
+      url.username = 'kns' // the role came with the server's files
+      url.pathname = `/${name}`
+      return { DATA_DIR: tempDir('kns-backup-dst-'), DATABASE_URL: url.toString() }
+    },
+  }
+}
+
+function sqliteMethod(): Method {
+  return {
+    name: 'sqlite3 .backup', skip: ENGINE !== 'sqlite' ? 'runs in the SQLite pass' : sqliteShellUnavailable() ?? false,
+    secrets: ['given', 'generated'],
     async setup() {},
     async teardown() {},
     async source() { return { DATA_DIR: tempDir('kns-backup-src-') } },
@@ -91,24 +126,24 @@ function sqliteEngine(): Engine {
   }
 }
 
-const engine = ENGINE === 'postgres' ? postgresEngine() : sqliteEngine()
+const methods = ENGINE === 'postgres' ? [dumpMethod(), baseBackupMethod()] : [sqliteMethod()]
 let receiver: WebhookReceiver | undefined
 
 before(async () => {
-  if (engine.skip) return
-  await engine.setup()
+  if (methods.every((m) => m.skip)) return
   receiver = await startWebhookReceiver()
+  for (const method of methods) if (!method.skip) await method.setup()
 })
 
 after(async () => {
   await killAll()
   await receiver?.close()
-  await engine.teardown()
+  for (const method of methods) await method.teardown()
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
 /** What stays the same between the old server and the restored one: everything but where the database is. */
-function configuration(secret: 'given' | 'generated'): Record<string, string> {
+function configuration(secret: Secret): Record<string, string> {
   return {
     LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com',
     ZKLOGIN_ISSUER: 'https://kns.example.com/oidc', ZKLOGIN_CLIENT_ID: 'kns-backup-test',
@@ -202,13 +237,13 @@ async function populate(server: RunningServer, env: Record<string, string>): Pro
 }
 
 /** The backup, taken while a writer creates approvals (and registers numbers) on `server`. */
-async function backupUnderLoad(t: TestContext, server: RunningServer, world: Before, source: Record<string, string>) {
+async function backupUnderLoad(t: TestContext, method: Method, server: RunningServer, world: Before, source: Record<string, string>) {
   const load = new ApprovalLoad({ url: server.url, key: world.vendorKey, phoneNumber: world.numbers[3]!.phoneNumber, workers: 4, registrationEvery: 5 })
   t.after(() => load.stop())
   load.start()
   await load.untilAcknowledged(50)
   const acknowledgedBefore = load.acknowledged.slice()
-  const backup = await engine.take(source, tempDir('kns-backup-archive-'))
+  const backup = await method.take(source, tempDir('kns-backup-archive-'))
   await load.untilAcknowledged(load.acknowledged.length + 20)
   // Decided after the backup: the restored database is from before this.
   assert.equal((await ok(postJson(`${server.url}/numsys/approval-cancel`, { approvalNumber: world.pending[0] }))).success, true)
@@ -216,10 +251,11 @@ async function backupUnderLoad(t: TestContext, server: RunningServer, world: Bef
   // Writes in flight while the dump read its snapshot (started before it ended, answered after it started).
   const overlapping = load.attempts.filter((a) => a.status === 200 && a.at < backup.finishedAt && a.at + a.ms > backup.startedAt)
   t.diagnostic(`backup: ${backup.bytes} bytes, ${backup.tables.length} tables, ${Math.round(backup.ms)} ms; the writer: ${summarize(load.attempts)}, ` +
-    `${overlapping.length} of its requests answered 200 were in flight while the dump ran`)
+    `${overlapping.length} of its requests answered 200 were in flight while the backup ran`)
   assert.ok(load.attempts.every((a) => a.status === 200), summarize(load.attempts))
-  assert.ok(overlapping.length > 0, 'no write of the writer overlapped the dump: not a backup under load')
-  for (const table of ['settings', 'api_keys', 'users', 'numbers', 'approvals', 'approval_events', 'webhook_subscriptions', 'webhook_deliveries', 'stats_sessions']) {
+  assert.ok(overlapping.length > 0, 'no write of the writer overlapped the backup: not a backup under load')
+  const listed = backup.tables.length > 0 ? ['settings', 'api_keys', 'users', 'numbers', 'approvals', 'approval_events', 'webhook_subscriptions', 'webhook_deliveries', 'stats_sessions'] : []
+  for (const table of listed) {
     assert.ok(backup.tables.includes(table), `the archive has no rows of ${table}: ${backup.tables.join(', ')}`)
   }
   return { backup, load, acknowledgedBefore }
@@ -291,35 +327,38 @@ async function assertWritable(server: RunningServer, world: Before) {
   await ok(get(`${server.url}/readyz`))
 }
 
-for (const secret of ['given', 'generated'] as const) {
-  const what = secret === 'given' ? 'KNS_SECRET given' : 'KNS_SECRET unset (generated, kept in the database)'
-  test(`a backup taken under load, restored on a fresh server, answers as before (${ENGINE}, ${what})`, { skip: engine.skip }, async (t) => {
-    const settings = configuration(secret)
-    const source = { ...settings, ...(await engine.source(`kns_${secret}`)) }
-    const server = await startServer(source)
-    const world = await populate(server, source)
-    const taken = await backupUnderLoad(t, server, world, source)
-    await server.stop()
+for (const method of methods) {
+  for (const secret of method.secrets) {
+    const what = secret === 'given' ? 'KNS_SECRET given' : 'KNS_SECRET unset (generated, kept in the database)'
+    test(`a backup taken under load, restored on a fresh server, answers as before (${ENGINE}, ${method.name}, ${what})`, { skip: method.skip }, async (t) => {
+      const settings = configuration(secret)
+      const source = { ...settings, ...(await method.source(`kns_${secret}`)) }
+      const server = await startServer(source)
+      const world = await populate(server, source)
+      const taken = await backupUnderLoad(t, method, server, world, source)
+      await server.stop()
 
-    const restored = { ...settings, ...(await engine.restore(taken.backup, `kns_${secret}`)) }
-    const doctor = await runKns(['doctor'], restored)
-    assert.equal(doctor.code, 0, `kns doctor on the restored database:\n${doctor.stdout}${doctor.stderr}`)
-    const other = await runKns(['serve'], { ...restored, KNS_SECRET: randomBytes(32).toString('hex'), PORT: String(await freePort()) })
-    assert.equal(other.code, 1, `a start with another KNS_SECRET was not refused:\n${other.stdout}${other.stderr}`)
-    assert.match(other.stderr, /KNS_SECRET is not the secret this database was created with/)
+      const restored = { ...settings, ...(await method.restore(taken.backup, `kns_${secret}`)) }
+      const doctor = await runKns(['doctor'], restored)
+      assert.equal(doctor.code, 0, `kns doctor on the restored database:\n${doctor.stdout}${doctor.stderr}`)
+      const other = await runKns(['serve'], { ...restored, KNS_SECRET: randomBytes(32).toString('hex'), PORT: String(await freePort()) })
+      assert.equal(other.code, 1, `a start with another KNS_SECRET was not refused:\n${other.stdout}${other.stderr}`)
+      assert.match(other.stderr, /KNS_SECRET is not the secret this database was created with/)
 
-    const second = await startServer(restored)
-    await assertAnswersAsBefore(t, second, world, taken)
-    await assertSameSecret(second, world)
-    await assertWritable(second, world)
-    await second.stop()
-  })
+      const second = await startServer(restored)
+      await assertAnswersAsBefore(t, second, world, taken)
+      await assertSameSecret(second, world)
+      await assertWritable(second, world)
+      await second.stop()
+    })
+  }
 }
 
 test('docs/operations.md gives operators the commands this test runs', () => {
   const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8')
   const section = doc.slice(doc.indexOf('\n## Backups\n'), doc.indexOf('\n## ', doc.indexOf('\n## Backups\n') + 1))
-  for (const command of [`pg_dump ${PG_DUMP_FLAGS.join(' ')} `, `pg_restore ${PG_RESTORE_FLAGS.join(' ')} `, 'sqlite3 -cmd \'.timeout 5000\' "$DATA_DIR/kns.db" ".backup \'']) {
+  for (const command of [`pg_dump ${PG_DUMP_FLAGS.join(' ')} `, `pg_restore ${PG_RESTORE_FLAGS.join(' ')} `, `pg_basebackup ${PG_BASEBACKUP_FLAGS.join(' ')} `,
+    'tar -xzf kns-base-20250101T000000Z/pg_wal.tar.gz -C "$PGDATA/pg_wal"', 'pg_verifybackup --manifest-path=', 'sqlite3 -cmd \'.timeout 5000\' "$DATA_DIR/kns.db" ".backup \'']) {
     assert.ok(section.includes(command), `the Backups section does not give \`${command.trim()}\``)
   }
 })

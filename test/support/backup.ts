@@ -6,7 +6,7 @@
  * calls it against its Patroni primary through HAProxy.
  */
 import { execFile } from 'node:child_process'
-import { copyFileSync, existsSync, readdirSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
@@ -16,6 +16,7 @@ const run = promisify(execFile)
 /** The flags docs/operations.md gives operators (test/faults/backup-restore.test.ts holds the doc to them). */
 export const PG_DUMP_FLAGS = ['--format=custom']
 export const PG_RESTORE_FLAGS = ['--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error']
+export const PG_BASEBACKUP_FLAGS = ['--format=tar', '--gzip', '--wal-method=stream', '--checkpoint=fast']
 
 /**
  * The newest PostgreSQL client tools Debian installed, called by their full path: Debian's
@@ -98,7 +99,7 @@ export interface Backup {
   startedAt: number
   finishedAt: number
   ms: number
-  /** The tables whose rows the archive holds (its TABLE DATA entries): an archive readable to its end. */
+  /** The tables whose rows the archive holds (pg_dump's TABLE DATA entries, SQLite's tables); none listed for a base backup. */
   tables: string[]
 }
 
@@ -132,6 +133,40 @@ export async function restoreBackup(file: string, targetUrl: string, options: { 
   const started = performance.now()
   await tool('pg_restore', [...PG_RESTORE_FLAGS, `--dbname=${dbname}`, file], env,
     options.timeoutMs ?? 600_000)
+  return { ms: performance.now() - started }
+}
+
+/**
+ * A physical base backup of the whole server `sourceUrl` reaches (every database, the roles,
+ * the settings), as `pg_basebackup` takes it over the replication protocol: the role needs
+ * REPLICATION (or to be a superuser) and pg_hba.conf a `replication` line. Tar format, with the
+ * WAL written meanwhile streamed alongside (`pg_wal.tar.gz`), so the copy is consistent on its
+ * own, without a WAL archive: restored, it is the server as of the backup's end.
+ * `file` is a new directory in `dir` holding base.tar.gz, pg_wal.tar.gz and backup_manifest.
+ */
+export async function takeBaseBackup(sourceUrl: string, dir: string, options: { timeoutMs?: number } = {}): Promise<Backup> {
+  const { dbname, env } = libpqConnection(sourceUrl)
+  const target = join(dir, `kns-base-${process.pid}-${Date.now()}`)
+  const started = performance.now()
+  await tool('pg_basebackup', [...PG_BASEBACKUP_FLAGS, `--pgdata=${target}`, `--dbname=${dbname}`], env, options.timeoutMs ?? 600_000)
+  const finishedAt = performance.now()
+  const bytes = readdirSync(target).reduce((sum, name) => sum + statSync(join(target, name)).size, 0)
+  return { file: target, bytes, startedAt: started, finishedAt, ms: finishedAt - started, tables: [] }
+}
+
+/**
+ * Lays a base backup out in the empty data directory of a stopped server: the base, then its
+ * WAL in pg_wal, checked against the backup's manifest (`pg_verifybackup`: every file's
+ * checksum, and the WAL the backup needs). Started, PostgreSQL replays that WAL and opens.
+ * The caller owns the directory's ownership and mode (the server's user, 0700).
+ */
+export async function restoreBaseBackup(backupDir: string, dataDir: string): Promise<{ ms: number }> {
+  if (readdirSync(dataDir).length > 0) throw new Error(`${dataDir} is not empty: a base backup goes into an empty data directory`)
+  const started = performance.now()
+  await run('tar', ['-xzf', join(backupDir, 'base.tar.gz'), '-C', dataDir], { timeout: 600_000 })
+  mkdirSync(join(dataDir, 'pg_wal'), { recursive: true })
+  await run('tar', ['-xzf', join(backupDir, 'pg_wal.tar.gz'), '-C', join(dataDir, 'pg_wal')], { timeout: 600_000 })
+  await tool('pg_verifybackup', [`--manifest-path=${join(backupDir, 'backup_manifest')}`, dataDir], { PATH: process.env.PATH ?? '/usr/bin:/bin' }, 600_000)
   return { ms: performance.now() - started }
 }
 
