@@ -190,6 +190,13 @@ export class Network {
     ip('-n', host.netns, 'link', 'set', 'lo', 'up')
   }
 
+  /** cleanup(), then waits (at most 5 s) until the processes it killed have exited and been reaped. */
+  async close(): Promise<void> {
+    const exits = [...this.processes].map((p) => p.exited)
+    this.cleanup()
+    await Promise.race([Promise.all(exits), new Promise((resolve) => setTimeout(resolve, 5000))])
+  }
+
   /**
    * Kills every process in the run's namespaces (whoever started it), deletes the namespaces,
    * the veths, the bridge and the run's directory. Synchronous, so a signal handler can call
