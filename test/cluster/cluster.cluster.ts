@@ -13,12 +13,14 @@ import { after, before, test } from 'node:test'
 import { compactVerify } from 'jose'
 import pg from 'pg'
 import { makeShakenPki, type ShakenPki } from '../support/shaken-pki.ts'
-import { approvalPhoneBody, postJson } from '../support/process.ts'
+import { approvalPhoneBody, NODE, postJson, ROOT } from '../support/process.ts'
 import { runSipp } from '../support/sipp.ts'
 import { BRIDGE_ADDRESS, startCluster, type Cluster } from './support/cluster.ts'
+import { baseEnv } from './support/hosts.ts'
 import { SIP_PORT } from './support/kamailio.ts'
-import { nodeMetric } from './support/kns-nodes.ts'
+import { nodeMetric, waitReady } from './support/kns-nodes.ts'
 import { clusterUnavailable } from './support/requirements.ts'
+import { waitFor } from './support/wait.ts'
 
 const skip = clusterUnavailable()
 let cluster: Cluster
@@ -162,4 +164,35 @@ test('SIP: Kamailio spreads INVITEs over the three nodes and relays their 302, w
     .map((count, i) => count - before[i]!)
   assert.equal(answered.reduce((a, b) => a + b, 0), CALLS, `answered per node: ${answered}`)
   assert.ok(answered.every((n) => n > 0), `every node answered some (round robin): ${answered}`)
+})
+
+test('a host cut off loses its PostgreSQL session, and the advisory lock it held, within seconds (TCP keepalives); back, its node is ready again', { skip }, async (t) => {
+  // A session holding a lock and idle, as KNS's leader locks are, from kns1's host through HAProxy.
+  const host = cluster.network.host('kns1')
+  const holder = host.spawn('lock-holder', NODE, ['-e', `
+    const pg = require('pg')
+    const client = new pg.Client({ connectionString: process.env.DATABASE_URL })
+    client.connect().then(() => client.query('SELECT pg_try_advisory_lock(4242) AS held')).then((r) => console.log('held:', r.rows[0].held))`],
+  { env: baseEnv({ DATABASE_URL: cluster.superuserUrl }), cwd: ROOT })
+  await waitFor('the lock holder', async () => (holder.log().includes('held: true') ? true : undefined), { timeoutMs: 15_000, processes: [holder] })
+  const probe = new pg.Client({ connectionString: cluster.superuserUrl, connectionTimeoutMillis: 5000 })
+  await probe.connect()
+  try {
+    const tryLock = async () => (await probe.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(4242) AS locked')).rows[0]!.locked
+    assert.equal(await tryLock(), false, 'held by the session on kns1\'s host')
+    const cut = performance.now()
+    host.cutLink()
+    try {
+      // HAProxy's client keepalives (2 s idle, 3 probes 1 s apart) find the peer gone and close
+      // both sides; without them the session would live for HAProxy's 30 min client timeout.
+      await waitFor('the lock released', async () => ((await tryLock()) ? true : undefined), { timeoutMs: 30_000, intervalMs: 250 })
+      t.diagnostic(`the lock was released ${((performance.now() - cut) / 1000).toFixed(1)} s after the cut`)
+    } finally {
+      host.restoreLink()
+    }
+  } finally {
+    await probe.end()
+    holder.kill('SIGKILL')
+  }
+  await waitReady(cluster.nodes[0]!)
 })

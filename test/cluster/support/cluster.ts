@@ -53,8 +53,11 @@ export interface PreparedCluster {
   databaseUrl: string
   /** The superuser's URL to the postgres database, through HAProxy. */
   superuserUrl: string
-  /** `kns <args>` on kns1's host with the nodes' environment (as an operator on a node would run it). */
-  kns(args: string[]): Promise<CommandResult>
+  /**
+   * `kns <args>` with the nodes' environment, on a node's host (kns1's unless `on` names
+   * another), as an operator on a node would run it.
+   */
+  kns(args: string[], on?: keyof typeof TOPOLOGY): Promise<CommandResult>
 }
 
 export interface Cluster extends PreparedCluster {
@@ -73,7 +76,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const secrets: ClusterSecrets = {
     superuserPassword: hex(), replicationPassword: hex(), knsDatabasePassword: hex(), redisPassword: hex(), knsSecret: hex(32),
   }
-  const network = Network.create(TOPOLOGY)
+  const network = await Network.create(TOPOLOGY)
   try {
     lap('network')
     const host = (name: keyof typeof TOPOLOGY) => network.host(name)
@@ -111,7 +114,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const cliEnv = nodeEnv(host('kns1'), settings)
     const prepared: PreparedCluster = {
       network, etcd, patroni, haproxy, redis, secrets, databaseUrl, superuserUrl,
-      kns: (args) => runKnsOn(app, host('kns1'), cliEnv, args),
+      kns: (args, on = 'kns1') => runKnsOn(app, host(on), cliEnv, args),
     }
     // Once, before the nodes, as a deployment's migration job does.
     const migrated = await prepared.kns(['migrate'])

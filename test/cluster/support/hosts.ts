@@ -119,6 +119,18 @@ export class Host {
     ip('link', 'set', this.bridgePort, 'up')
   }
 
+  /** Every process running on this host (in its namespace), whoever started it. */
+  pids(): number[] {
+    return namespacePids(this.netns)
+  }
+
+  /** Signals every process on the host: with SIGKILL, the host crashing (its data stays). */
+  killAll(signal: NodeJS.Signals = 'SIGKILL'): void {
+    for (const pid of this.pids()) {
+      try { process.kill(pid, signal) } catch { /* gone */ }
+    }
+  }
+
   #argv(command: string, args: string[], options: SpawnOptions): string[] {
     let argv = [command, ...args]
     if (options.user !== undefined) argv = ['setpriv', `--reuid=${options.user}`, `--regid=${options.user}`, '--init-groups', ...argv]
@@ -146,12 +158,19 @@ export class Network {
 
   /**
    * Removes a crashed run's leftovers, makes the bridge and the hosts. `hosts`: name -> last
-   * octet of its address (10.77.0.<n>).
+   * octet of its address (10.77.0.<n>). The addresses are fixed (deploy/kamailio/dispatcher.list
+   * names them), so a cluster run of another live process on this machine is waited for.
    */
-  static create(hosts: Record<string, number>): Network {
-    sweepOrphans()
-    const busy = addressHolder()
-    if (busy !== undefined) throw new Error(`${BRIDGE_ADDRESS} is already on ${busy}: another cluster run is using ${SUBNET}.0/24`)
+  static async create(hosts: Record<string, number>, options: { waitForOtherRunMs?: number } = {}): Promise<Network> {
+    const deadline = Date.now() + (options.waitForOtherRunMs ?? 15 * 60_000)
+    for (let said = false; ; said = true) {
+      sweepOrphans()
+      const busy = addressHolder()
+      if (busy === undefined) break
+      if (Date.now() > deadline) throw new Error(`${BRIDGE_ADDRESS} is still on ${busy}: another cluster run is using ${SUBNET}.0/24`)
+      if (!said) process.stderr.write(`# ${BRIDGE_ADDRESS} is on ${busy} (another cluster run): waiting until it is done\n`)
+      await new Promise((resolve) => setTimeout(resolve, 2000))
+    }
     const network = new Network(mkdtempSync(join(tmpdir(), `kns-cluster-${process.pid}-`)))
     live.add(network)
     installSignalHandlers()
@@ -272,13 +291,18 @@ function trackProcess(name: string, host: Host, child: ChildProcess, logFile: st
   return proc
 }
 
+function namespacePids(netns: string): number[] {
+  const out = spawnSync('ip', ['netns', 'pids', netns], { encoding: 'utf8' }).stdout ?? ''
+  return out.split('\n').filter((p) => /^\d+$/.test(p)).map(Number)
+}
+
 /** Kills whatever runs in the namespace (`ip netns pids`), then deletes it. */
 function removeNamespace(netns: string): void {
   for (let attempt = 0; attempt < 20; attempt++) {
-    const pids = spawnSync('ip', ['netns', 'pids', netns], { encoding: 'utf8' }).stdout?.split('\n').filter((p) => /^\d+$/.test(p)) ?? []
+    const pids = namespacePids(netns)
     if (pids.length === 0) break
     for (const pid of pids) {
-      try { process.kill(Number(pid), 'SIGKILL') } catch { /* gone */ }
+      try { process.kill(pid, 'SIGKILL') } catch { /* gone */ }
     }
     spawnSync('sleep', ['0.05'])
   }

@@ -5,7 +5,7 @@
  * bind mount private to the process), as a real host has, so no socket meets the machine's
  * own PostgreSQL.
  */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ROOT } from '../../support/process.ts'
 import { baseEnv, chownTree, type Host, type HostProcess } from './hosts.ts'
@@ -36,11 +36,17 @@ export interface Patroni {
   members: PatroniMember[]
   /** GET /cluster from the first member that answers. */
   cluster(): Promise<{ members: ClusterMember[] }>
+  /** The member GET /cluster names leader (throws when there is none). */
+  leader(): Promise<PatroniMember>
+  /** The pid of a member's postmaster (its postmaster.pid): kill it to crash PostgreSQL under Patroni. */
+  postmasterPid(member: PatroniMember): number
   /** Waits until there is a running leader and a streaming synchronous standby. */
   waitHealthy(timeoutMs?: number): Promise<{ leader: string; syncStandby: string }>
   /** Starts a member's Patroni again (after a stop or kill), on its data directory. */
   restart(member: PatroniMember): Promise<void>
 }
+
+const dataDirOf = (host: Host) => join(host.dir, 'pgdata')
 
 export interface PatroniSecrets {
   superuserPassword: string
@@ -50,7 +56,7 @@ export interface PatroniSecrets {
 export async function startPatroni(hosts: Host[], etcdHosts: string, secrets: PatroniSecrets): Promise<Patroni> {
   const launch = (name: string, host: Host) => {
     const runDir = join(host.dir, 'run-postgresql')
-    const dataDir = join(host.dir, 'pgdata')
+    const dataDir = dataDirOf(host)
     mkdirSync(runDir, { recursive: true })
     mkdirSync(dataDir, { recursive: true, mode: 0o700 })
     chownTree(runDir, 'postgres')
@@ -90,6 +96,13 @@ export async function startPatroni(hosts: Host[], etcdHosts: string, secrets: Pa
   const patroni: Patroni = {
     members,
     cluster,
+    async leader() {
+      const name = (await cluster()).members.find((m) => m.role === 'leader')?.name
+      const member = members.find((m) => m.name === name)
+      if (member === undefined) throw new Error('Patroni has no leader')
+      return member
+    },
+    postmasterPid: (member) => Number(readFileSync(join(dataDirOf(member.host), 'postmaster.pid'), 'utf8').split('\n')[0]),
     waitHealthy: (timeoutMs = 60_000) => waitFor('Patroni: a leader and a synchronous standby', async () => {
       const view = await cluster()
       const leader = view.members.find((m) => m.role === 'leader' && m.state === 'running')
