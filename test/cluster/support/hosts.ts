@@ -12,9 +12,10 @@
  * SIGINT/SIGTERM handlers installed here also call.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { processAlive } from '../../support/process.ts'
 
 export const SUBNET = '10.77.0'
 /** The bridge's address in the root namespace: the test process, as every host sees it. */
@@ -209,11 +210,19 @@ export class Network {
     ip('-n', host.netns, 'link', 'set', 'lo', 'up')
   }
 
-  /** cleanup(), then waits (at most 5 s) until the processes it killed have exited and been reaped. */
+  /**
+   * cleanup(), then waits (at most 5 s) until the processes it killed have exited, and checks
+   * that nothing of the run is left: a namespace, a link or the directory would be a bug here.
+   */
   async close(): Promise<void> {
     const exits = [...this.processes].map((p) => p.exited)
     this.cleanup()
     await Promise.race([Promise.all(exits), new Promise((resolve) => setTimeout(resolve, 5000))])
+    const namespaces = (spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l.startsWith(`${PREFIX}-`))
+    const links = (spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout ?? '').split('\n')
+      .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1] ?? '').filter((name) => name.startsWith(PREFIX))
+    const left = [...namespaces, ...links, ...(existsSync(this.runDir) ? [this.runDir] : [])]
+    if (left.length > 0) throw new Error(`the cluster run left ${left.join(', ')}`)
   }
 
   /**
@@ -309,20 +318,11 @@ function removeNamespace(netns: string): void {
   spawnSync('ip', ['netns', 'del', netns], { stdio: 'ignore' })
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** Namespaces, links and run directories named after a process that no longer runs. */
 export function sweepOrphans(): void {
   const orphan = (name: string) => {
     const pid = OWNED_NAME.exec(name)?.[1]
-    return pid !== undefined && !alive(Number(pid))
+    return pid !== undefined && !processAlive(Number(pid))
   }
   const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? ''
   for (const line of namespaces.split('\n')) {
@@ -336,7 +336,7 @@ export function sweepOrphans(): void {
   }
   for (const entry of readdirSync(tmpdir())) {
     const pid = RUN_DIR.exec(entry)?.[1]
-    if (pid !== undefined && !alive(Number(pid))) rmSync(join(tmpdir(), entry), { recursive: true, force: true })
+    if (pid !== undefined && !processAlive(Number(pid))) rmSync(join(tmpdir(), entry), { recursive: true, force: true })
   }
 }
 
