@@ -16,7 +16,7 @@ import { makeShakenPki, type ShakenPki } from '../support/shaken-pki.ts'
 import { approvalPhoneBody, NODE, postJson, ROOT } from '../support/process.ts'
 import { runSipp } from '../support/sipp.ts'
 import { BRIDGE_ADDRESS, startCluster, type Cluster } from './support/cluster.ts'
-import { baseEnv } from './support/hosts.ts'
+import { baseEnv, chownTree } from './support/hosts.ts'
 import { SIP_PORT } from './support/kamailio.ts'
 import { nodeMetric, waitReady } from './support/kns-nodes.ts'
 import { clusterUnavailable } from './support/requirements.ts'
@@ -41,6 +41,7 @@ before(async () => {
       mkdirSync(dir)
       writeFileSync(join(dir, 'spc.key'), pki.leaves.spc.key, { mode: 0o600 })
       writeFileSync(join(dir, 'spc-chain.pem'), pki.leaves.spc.bundle)
+      if (c.app.user !== undefined) chownTree(dir, c.app.user)
       const credential = await c.kns(['shaken', 'credential', 'add', '--name', 'carrier', '--key', join(dir, 'spc.key'),
         '--cert', join(dir, 'spc-chain.pem'), '--x5u', X5U, '--display-name', 'Acme Carrier', '--json'])
       assert.equal(credential.code, 0, credential.stderr)

@@ -15,7 +15,7 @@ import { startEtcd, type Etcd } from './etcd.ts'
 import { startHaproxy, type Haproxy } from './haproxy.ts'
 import { baseEnv, BRIDGE_ADDRESS, Network, type CommandResult } from './hosts.ts'
 import { dispatcherAddresses, startKamailio, type Kamailio } from './kamailio.ts'
-import { KNS_HTTP_PORT, KNS_SIP_PORT, layOutApp, nodeEnv, runKnsOn, startKnsNode, type KnsNode } from './kns-nodes.ts'
+import { KNS_HTTP_PORT, KNS_SIP_PORT, layOutApp, nodeEnv, runKnsOn, startKnsNode, type App, type KnsNode } from './kns-nodes.ts'
 import { POSTGRES_PORT, startPatroni, type Patroni } from './patroni.ts'
 import { startRedis, type Redis } from './redis.ts'
 
@@ -49,6 +49,8 @@ export interface PreparedCluster {
   haproxy: Haproxy
   redis: Redis
   secrets: ClusterSecrets
+  /** How the nodes run `kns` (the user files they read must belong to: `app.user`, when set). */
+  app: App
   /** The kns role's URL to its database, through HAProxy (what the nodes use). */
   databaseUrl: string
   /** The superuser's URL to the postgres database, through HAProxy. */
@@ -111,18 +113,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       databaseUrl, redisUrl: redis.url, publicBaseUrl: haproxy.httpUrl, knsSecret: secrets.knsSecret,
       trustProxy: haproxy.host.address, sipTrustedSources: host('sip').address, extra: options.nodeEnv ?? {},
     }
-    const cliEnv = nodeEnv(host('kns1'), settings)
     const prepared: PreparedCluster = {
       network, etcd, patroni, haproxy, redis, secrets, databaseUrl, superuserUrl,
-      kns: (args, on = 'kns1') => runKnsOn(app, host(on), cliEnv, args),
+      app,
+      kns: (args, on = 'kns1') => runKnsOn(app, host(on), nodeEnv(app, host(on), settings), args),
     }
     // Once, before the nodes, as a deployment's migration job does.
     const migrated = await prepared.kns(['migrate'])
     if (migrated.code !== 0) throw new Error(`kns migrate failed: ${migrated.stderr}${migrated.stdout}`)
     const extra = (await options.prepare?.(prepared)) ?? {}
+    // From now on the CLI has the nodes' whole environment too.
+    settings.extra = { ...settings.extra, ...extra }
     lap('migrate')
     const nodes = await Promise.all(NODE_NAMES.map((name, i) =>
-      startKnsNode(app, name, nodeHosts[i]!, nodeEnv(nodeHosts[i]!, { ...settings, extra: { ...settings.extra, ...extra } }))))
+      startKnsNode(app, name, nodeHosts[i]!, nodeEnv(app, nodeHosts[i]!, settings))))
     lap('nodes')
     await haproxy.waitServers('kns_nodes', (servers) => servers.length === 3 && servers.every((s) => s.status === 'UP'), 'every KNS node UP')
     await kamailio.waitActive(sipAddresses)

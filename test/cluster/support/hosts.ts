@@ -134,7 +134,7 @@ export class Host {
 
   #argv(command: string, args: string[], options: SpawnOptions): string[] {
     let argv = [command, ...args]
-    if (options.user !== undefined) argv = ['setpriv', `--reuid=${options.user}`, `--regid=${options.user}`, '--init-groups', ...argv]
+    if (options.user !== undefined) argv = ['setpriv', `--reuid=${options.user}`, `--regid=${loginGroup(options.user)}`, '--init-groups', ...argv]
     if (options.binds !== undefined && options.binds.length > 0) {
       // `ip netns exec` gives the process a mount namespace of its own: these mounts stay in it.
       const mounts = options.binds.map((_, i) => `mount --bind "$${2 * i + 1}" "$${2 * i + 2}"`).join(' && ')
@@ -247,10 +247,24 @@ export function baseEnv(extra: Record<string, string> = {}): Record<string, stri
   return { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', ...extra }
 }
 
-/** Gives a directory (and what is in it) to a user and its group: a part that drops root writes there. */
+/** Gives a directory (and what is in it) to a user and its login group: a part that drops root writes there. */
 export function chownTree(path: string, user: string): void {
-  const result = spawnSync('chown', ['-R', `${user}:${user}`, path], { encoding: 'utf8' })
+  const result = spawnSync('chown', ['-R', `${user}:`, path], { encoding: 'utf8' })
   if (result.status !== 0) throw new Error(`chown -R ${user} ${path} failed: ${result.stderr}`)
+}
+
+const groups = new Map<string, string>()
+
+/** The user's login group (its gid), as setpriv needs it named. */
+function loginGroup(user: string): string {
+  let gid = groups.get(user)
+  if (gid === undefined) {
+    const result = spawnSync('id', ['-g', user], { encoding: 'utf8' })
+    if (result.status !== 0) throw new Error(`no user ${user}: ${result.stderr}`)
+    gid = result.stdout.trim()
+    groups.set(user, gid)
+  }
+  return gid
 }
 
 function ip(...args: string[]): void {

@@ -6,30 +6,40 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { KNS, NODE, ROOT } from '../../support/process.ts'
-import { baseEnv, type CommandResult, type Host, type HostProcess } from './hosts.ts'
+import { baseEnv, chownTree, type CommandResult, type Host, type HostProcess, type SpawnOptions } from './hosts.ts'
 import { httpGet, waitFor } from './wait.ts'
 
 export const KNS_HTTP_PORT = 8080
 export const KNS_SIP_PORT = 5060
 
-/** How to run `kns`: the interpreter, the script, and the user it runs as. */
+/** How to run `kns`: the interpreter, the script, the user it runs as, V8's code cache. */
 export interface App {
   node: string
   script: string
   /** undefined: as root (until deploy/install.sh creates the kns user). */
   user: string | undefined
+  /** NODE_COMPILE_CACHE of every node: the type-stripped modules compiled once, each start faster. */
+  compileCache: string
 }
 
 /**
  * The app the nodes run. For now the repository itself, on the test runner's Node 24 (the
  * pages built once here, not by three nodes at once). When deploy/install.sh lands, this is
  * `install.sh build <runDir>/app` and `install.sh user`, and the nodes run
- * `<runDir>/app/bin/kns.js` as kns: the layout the image runs.
+ * `<runDir>/app/bin/kns.js` as kns: the layout the image runs. Everything else already
+ * follows `user` (data directories, the code cache).
  */
-export function layOutApp(_runDir: string): App {
+export function layOutApp(runDir: string): App {
   const build = spawnSync(NODE, [join(ROOT, 'web', 'build.ts'), '--if-stale'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 })
   if (build.status !== 0) throw new Error(`the web pages could not be built: ${build.stderr}`)
-  return { node: NODE, script: KNS, user: undefined }
+  return withCompileCache(runDir, { node: NODE, script: KNS, user: undefined })
+}
+
+function withCompileCache(runDir: string, app: Omit<App, 'compileCache'>): App {
+  const compileCache = join(runDir, 'node-compile-cache')
+  mkdirSync(compileCache, { recursive: true })
+  if (app.user !== undefined) chownTree(compileCache, app.user)
+  return { ...app, compileCache }
 }
 
 export interface KnsNode {
@@ -60,9 +70,11 @@ export interface NodeSettings {
   extra?: Record<string, string>
 }
 
-export function nodeEnv(host: Host, settings: NodeSettings): Record<string, string> {
+/** A node's environment on `host`; its DATA_DIR made there, the app's user's. */
+export function nodeEnv(app: App, host: Host, settings: NodeSettings): Record<string, string> {
   const dataDir = join(host.dir, 'kns')
   mkdirSync(dataDir, { recursive: true })
+  if (app.user !== undefined) chownTree(dataDir, app.user)
   return {
     HOST: '0.0.0.0',
     PORT: String(KNS_HTTP_PORT),
@@ -81,16 +93,19 @@ export function nodeEnv(host: Host, settings: NodeSettings): Record<string, stri
 
 /** `kns <args>` on a host with a node's environment (a CLI command against the cluster's database). */
 export function runKnsOn(app: App, host: Host, env: Record<string, string>, args: string[], timeoutMs = 60_000): Promise<CommandResult> {
-  return host.run(app.node, [app.script, ...args], { env: processEnv(host, env), cwd: env.DATA_DIR, timeoutMs, ...(app.user === undefined ? {} : { user: app.user }) })
+  return host.run(app.node, [app.script, ...args], { ...spawnOptions(app, env), timeoutMs })
 }
 
-function processEnv(host: Host, env: Record<string, string>): Record<string, string> {
-  // V8's code cache for the type-stripped modules, shared by the nodes: each start is faster.
-  return baseEnv({ HOME: host.dir, NODE_NO_WARNINGS: '1', NODE_COMPILE_CACHE: join(host.dir, '..', 'node-compile-cache'), ...env })
+function spawnOptions(app: App, env: Record<string, string>): SpawnOptions {
+  return {
+    env: baseEnv({ HOME: env.DATA_DIR!, NODE_NO_WARNINGS: '1', NODE_COMPILE_CACHE: app.compileCache, ...env }),
+    cwd: env.DATA_DIR,
+    ...(app.user === undefined ? {} : { user: app.user }),
+  }
 }
 
 export async function startKnsNode(app: App, name: string, host: Host, env: Record<string, string>): Promise<KnsNode> {
-  const launch = () => host.spawn(name, app.node, [app.script, 'serve'], { env: processEnv(host, env), cwd: env.DATA_DIR, ...(app.user === undefined ? {} : { user: app.user }) })
+  const launch = () => host.spawn(name, app.node, [app.script, 'serve'], spawnOptions(app, env))
   const node: KnsNode = {
     name, host, env,
     process: launch(),
