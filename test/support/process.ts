@@ -103,6 +103,19 @@ export interface RunningServer {
   stop(timeoutMs?: number): Promise<Exit>
 }
 
+/**
+ * Whether a process with this pid exists (EPERM: it does, another user's). For the orphan
+ * sweeps: what a test made is named after its process's pid, and outlives it only if it crashed.
+ */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Starts `kns serve` on a free port and waits until GET /healthz answers 200. */
