@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict'
 import { generateKeyPairSync } from 'node:crypto'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
@@ -86,12 +86,25 @@ before(async () => {
 })
 
 after(async () => {
-  await mix?.stop()
-  await watch.stop()
-  await receiver?.close()
-  await sms?.close()
-  await cluster?.stop()
+  // The cluster goes whatever else fails: it holds the machine's one cluster subnet.
+  try {
+    await mix?.stop()
+    await watch.stop()
+    await receiver?.close()
+    await sms?.close()
+    if (cluster !== undefined && process.env.CLUSTER_LOGS_DIR !== undefined) keepLogs(cluster, process.env.CLUSTER_LOGS_DIR)
+  } finally {
+    await cluster?.stop()
+  }
 })
+
+/** CLUSTER_LOGS_DIR=<dir>: every part's log is copied there (<host>/<part>.log) before the cluster is removed. */
+function keepLogs(c: Cluster, dir: string): void {
+  for (const host of c.network.hosts.values()) {
+    mkdirSync(join(dir, host.name), { recursive: true })
+    for (const file of readdirSync(host.dir).filter((f) => f.endsWith('.log'))) copyFileSync(join(host.dir, file), join(dir, host.name, file))
+  }
+}
 
 /** The mix's keys, tokens and keystore, made with `kns` on a node's host as an operator would, and the webhook subscription. */
 async function prepareMix(c: PreparedCluster, hooks: WebhookReceiver): Promise<Omit<MixTargets, 'apiUrl' | 'sipTarget'>> {

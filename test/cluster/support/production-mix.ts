@@ -99,11 +99,12 @@ export class ProductionMix {
     }
   }
 
-  /** Stops starting work and waits for what is in flight. */
+  /** Stops starting work and waits for what is in flight (again: nothing more to do). */
   async stop(): Promise<void> {
     clearInterval(this.#ticker)
     while (this.#tasks.size > 0) await Promise.all([...this.#tasks])
     this.#sip?.close()
+    this.#sip = undefined
   }
 
   #launch(work: () => Promise<void>): void {
