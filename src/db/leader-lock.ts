@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Database } from './engine.ts'
 import { PostgresDatabase } from './postgres.ts'
-import { checkEvery, openSession, READ_ONLY_QUERY, SESSION_CHECK_MS, SESSION_CHECK_TIMEOUT_MS } from './postgres-session.ts'
+import { checkEvery, openSession, READ_ONLY_QUERY, ReadOnlyServerError, SESSION_CHECK_MS, SESSION_CHECK_TIMEOUT_MS } from './postgres-session.ts'
 
 /**
  * "Exactly one process does this at a time" across the processes serving one database.
@@ -48,7 +48,11 @@ export class LeaderLock {
     return this.#held && Date.now() - this.#confirmedAt < LEASE_MS
   }
 
-  /** Takes the lock when no one holds it; true when this process holds it (now or already). */
+  /**
+   * Takes the lock when no one holds it; true when this process holds it (now or already).
+   * Rejects when the server cannot be asked, or is read-only (ReadOnlyServerError: the lock
+   * would be taken on a standby, where no process on the primary sees it).
+   */
   async acquire(): Promise<boolean> {
     if (this.#closed) return false
     if (!(this.#db instanceof PostgresDatabase)) return true
@@ -69,7 +73,7 @@ export class LeaderLock {
     }
     if (rows[0]?.read_only !== false) {
       this.#drop()
-      return false
+      throw new ReadOnlyServerError()
     }
     if (rows[0]?.locked !== true || this.#client !== client) return false
     this.#held = true
