@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { freePort } from '../support/process.ts'
 
@@ -23,6 +23,8 @@ export interface ThrowawayCluster {
   start(): Promise<void>
   /** A standby (createThrowawayCluster({ standbyOf })) becomes a primary: `pg_ctlcluster promote`. */
   promote(): Promise<void>
+  /** Listens on `address` too (besides 127.0.0.1), trusting clients in `cidr`; restarts the server. */
+  listenOn(address: string, cidr: string): Promise<void>
   /** SIGSTOP to the postmaster and every backend: connections stay open, nothing answers. */
   freeze(): void
   thaw(): void
@@ -68,6 +70,11 @@ export async function createThrowawayCluster(options: { standbyOf?: ThrowawayClu
     async stop() { await ctl('stop', '-m', 'fast') },
     async start() { await ctl('start') },
     async promote() { await ctl('promote') },
+    async listenOn(address, cidr) {
+      await run('pg_conftool', [version, name, 'set', 'listen_addresses', `127.0.0.1,${address}`])
+      appendFileSync(`/etc/postgresql/${version}/${name}/pg_hba.conf`, `host all all ${cidr} trust\n`)
+      await ctl('restart')
+    },
     freeze() {
       frozen = clusterPids(dataDir)
       for (const pid of frozen) process.kill(pid, 'SIGSTOP')
