@@ -95,7 +95,7 @@ export async function refuseTransactionPooler(db: PostgresDatabase): Promise<voi
   }
   const evidence = await poolerEvidence(db.connectionString, db.timeouts.connectMs)
   if (evidence === null) return
-  throw new ConfigError(`DATABASE_URL reaches a transaction pooler (such as PgBouncer in transaction mode), not PostgreSQL: ${evidence}. ` +
+  throw new ConfigError(`DATABASE_URL reaches a connection pooler (PgBouncer in transaction mode, or one that refuses startup options), not PostgreSQL: ${evidence}. ` +
     'Through it, LISTEN/NOTIFY (cache invalidation across processes, transaction_details?wait= wake-ups), the session advisory locks of ' +
     'the leader locks (one ledger watcher at a time), named prepared statements and the async pool\'s startup setting would break. ' +
     'Set DATABASE_DIRECT_URL to a connection that reaches the PostgreSQL primary itself (LISTEN and the leader locks use it); ' +

@@ -101,7 +101,7 @@ describe('the service through PgBouncer in transaction mode', { skip }, () => {
     for (const args of [['migrate'], ['serve']]) {
       const result = await runKns(args, env(), { timeoutMs: 60_000 })
       assert.equal(result.code, 1, `${args[0]}: ${result.stdout} ${result.stderr}`)
-      for (const needle of ['transaction pooler', 'LISTEN', 'advisory locks', 'prepared statements', 'DATABASE_DIRECT_URL']) {
+      for (const needle of ['connection pooler', 'LISTEN', 'advisory locks', 'prepared statements', 'DATABASE_DIRECT_URL']) {
         assert.ok(result.stderr.includes(needle), `${args[0]}: no "${needle}" in: ${result.stderr}`)
       }
     }
