@@ -28,8 +28,9 @@ export const READ_ONLY_QUERY = `SELECT pg_is_in_recovery() OR current_setting('t
  */
 const SERVER_KEEPALIVE = 'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 8000'
 
-/** Thrown when a dedicated session's server is (or became) read-only. */
+/** Thrown when a dedicated session's server is (or became) read-only: unavailable (SQLSTATE 25006), as a write there would be. */
 export class ReadOnlyServerError extends Error {
+  readonly code = '25006'
   constructor() {
     super('the database server is read-only (a standby, or a demoted primary): connecting again to reach the primary')
   }
