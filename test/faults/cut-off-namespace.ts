@@ -9,6 +9,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { promisify } from 'node:util'
+import { processAlive } from '../support/process.ts'
 
 const run = promisify(execFile)
 const NAME = /^kfo(\d+)$/
@@ -83,16 +84,7 @@ async function removeOrphans(): Promise<void> {
   for (const line of stdout.split('\n')) {
     const name = line.trim().split(/\s+/)[0] ?? ''
     const creator = NAME.exec(name)?.[1]
-    if (creator === undefined || alive(Number(creator))) continue
+    if (creator === undefined || processAlive(Number(creator))) continue
     await removeNamespace(name)
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

@@ -23,12 +23,11 @@ import pg from 'pg'
 import { cancelApproval } from '../../src/approvals/cancel-approval.ts'
 import { LeaderLock } from '../../src/db/leader-lock.ts'
 import { PostgresDatabase } from '../../src/db/postgres.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
 import { ENGINE } from '../helpers.ts'
 import { approvalPhoneBody, killAll, postJson, sleep, startServer, type RunningServer } from '../support/process.ts'
 import { TcpProxy } from '../support/tcp-proxy.ts'
 import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
-import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness } from './fault-checks.ts'
+import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness, prepareApprovals } from './fault-checks.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
 const skip = ENGINE !== 'postgres' ? 'runs in the PostgreSQL pass (DATABASE_URL set); it makes clusters of its own' : unavailableReason() ?? false
@@ -50,14 +49,7 @@ before(async () => {
   server = await startServer({
     DATA_DIR: dataDir, DATABASE_URL: proxy.url(primary.url), LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com',
   })
-  const db = new PostgresDatabase(primary.url)
-  try {
-    key = (await createApiKey(db, { vendor: 'Failover Test', scopes: ['approvals'], rate: 100_000 })).key
-  } finally {
-    await db.close()
-  }
-  const registered = await postJson(`${server.url}/numsys/register-user-login`, { email: 'failover@example.com', phoneNumber })
-  assert.equal(registered.status, 200, JSON.stringify(registered.body))
+  key = await prepareApprovals(server.url, primary.url, phoneNumber, 'Failover Test')
 })
 
 after(async () => {

@@ -4,7 +4,9 @@
  * of every failure (503 DATABASE_UNAVAILABLE with Retry-After, nothing else).
  */
 import assert from 'node:assert/strict'
-import { sleep } from '../support/process.ts'
+import { PostgresDatabase } from '../../src/db/postgres.ts'
+import { createApiKey } from '../../src/keys/api-keys.ts'
+import { postJson, sleep } from '../support/process.ts'
 import { summarize, type ApprovalLoad, type Attempt } from './approval-load.ts'
 
 export interface Probe { at: number; ms: number; status: number; body: string }
@@ -60,4 +62,22 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
     await sleep(100)
   }
   return false
+}
+
+/**
+ * What approvals need on a new database behind a running server: an API key with the
+ * approvals scope (made directly in the database at `databaseUrl`) and `phoneNumber`
+ * registered through the server. Returns the key.
+ */
+export async function prepareApprovals(serverUrl: string, databaseUrl: string, phoneNumber: string, vendor: string): Promise<string> {
+  const db = new PostgresDatabase(databaseUrl)
+  let key: string
+  try {
+    key = (await createApiKey(db, { vendor, scopes: ['approvals'], rate: 100_000 })).key
+  } finally {
+    await db.close()
+  }
+  const registered = await postJson(`${serverUrl}/numsys/register-user-login`, { email: 'fault@example.com', phoneNumber })
+  assert.equal(registered.status, 200, JSON.stringify(registered.body))
+  return key
 }

@@ -16,11 +16,10 @@ import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
 import { poolerEvidence } from '../../src/db/pooler-check.ts'
 import { PostgresDatabase } from '../../src/db/postgres.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
 import { MIGRATIONS } from '../../src/migrations.ts'
 import { ENGINE } from '../helpers.ts'
 import { approvalPhoneBody, killAll, oneJson, postJson, runKns, sleep, startServer, type RunningServer } from '../support/process.ts'
-import { eventually } from './fault-checks.ts'
+import { eventually, prepareApprovals } from './fault-checks.ts'
 import { pgbouncerUnavailableReason, startPgbouncer, type PgbouncerOptions, type ThrowawayPgbouncer } from './throwaway-pgbouncer.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
@@ -142,16 +141,8 @@ describe('the service through PgBouncer in transaction mode', { skip }, () => {
 
     const servers: RunningServer[] = await Promise.all([startServer(direct), startServer(direct)])
     const [a, b] = servers
-    const db = new PostgresDatabase(directUrl)
-    let key: string
-    try {
-      key = (await createApiKey(db, { vendor: 'PgBouncer Test', scopes: ['approvals'], rate: 100_000 })).key
-    } finally {
-      await db.close()
-    }
     const phoneNumber = '+14155550144'
-    const registered = await postJson(`${a!.url}/numsys/register-user-login`, { email: 'pgbouncer@example.com', phoneNumber })
-    assert.equal(registered.status, 200, JSON.stringify(registered.body))
+    const key = await prepareApprovals(a!.url, directUrl, phoneNumber, 'PgBouncer Test')
 
     // Approvals on both servers, concurrently (APPROVAL_COMMIT=async: the async pool's transactions).
     const created = await Promise.all(Array.from({ length: 60 }, (_, i) =>

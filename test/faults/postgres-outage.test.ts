@@ -11,12 +11,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test, type TestContext } from 'node:test'
 import pg from 'pg'
-import { PostgresDatabase } from '../../src/db/postgres.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
 import { ENGINE } from '../helpers.ts'
 import { killAll, postJson, sleep, startServer, type RunningServer } from '../support/process.ts'
 import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
-import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness } from './fault-checks.ts'
+import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness, prepareApprovals } from './fault-checks.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
 const skip = ENGINE !== 'postgres' ? 'runs in the PostgreSQL pass (DATABASE_URL set); it makes a cluster of its own' : unavailableReason() ?? false
@@ -35,14 +33,7 @@ before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'kns-fault-'))
   env = { DATA_DIR: dataDir, DATABASE_URL: cluster.url, LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com' }
   server = await startServer(env) // migrates the new database
-  const db = new PostgresDatabase(cluster.url)
-  try {
-    key = (await createApiKey(db, { vendor: 'Outage Test', scopes: ['approvals'], rate: 100_000 })).key
-  } finally {
-    await db.close()
-  }
-  const registered = await postJson(`${server.url}/numsys/register-user-login`, { email: 'outage@example.com', phoneNumber })
-  assert.equal(registered.status, 200, JSON.stringify(registered.body))
+  key = await prepareApprovals(server.url, cluster.url, phoneNumber, 'Outage Test')
 })
 
 after(async () => {

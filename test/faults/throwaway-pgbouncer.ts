@@ -10,7 +10,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, sleep } from '../support/process.ts'
+import { freePort, processAlive, sleep } from '../support/process.ts'
 import type { ThrowawayCluster } from './throwaway-postgres.ts'
 
 const PGBOUNCER = '/usr/sbin/pgbouncer'
@@ -81,7 +81,7 @@ export async function startPgbouncer(cluster: ThrowawayCluster, options: Pgbounc
         try { process.kill(pid, 'SIGTERM') } catch { /* gone */ }
       }
       child.kill('SIGTERM')
-      for (let i = 0; i < 100 && pid !== undefined && alive(pid); i++) await sleep(20)
+      for (let i = 0; i < 100 && pid !== undefined && processAlive(pid); i++) await sleep(20)
       rmSync(dir, { recursive: true, force: true })
     },
   }
@@ -119,20 +119,11 @@ function pidOf(dir: string): number | undefined {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 /** PgBouncers whose test process is gone: stopped (only a pid whose command line names their own ini), their directories removed. */
 function stopOrphans(): void {
   for (const entry of readdirSync(tmpdir())) {
     const creator = NAME.exec(entry)?.[1]
-    if (creator === undefined || alive(Number(creator))) continue
+    if (creator === undefined || processAlive(Number(creator))) continue
     const dir = join(tmpdir(), entry)
     const pid = pidOf(dir)
     if (pid !== undefined) {

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
-import { freePort } from '../support/process.ts'
+import { freePort, processAlive } from '../support/process.ts'
 
 const run = promisify(execFile)
 const WRAPPERS = ['/usr/bin/pg_createcluster', '/usr/bin/pg_ctlcluster', '/usr/bin/pg_dropcluster']
@@ -122,17 +122,8 @@ async function dropOrphans(version: string): Promise<void> {
   for (const line of stdout.split('\n')) {
     const [lineVersion, name] = line.trim().split(/\s+/)
     const creator = NAME.exec(name ?? '')?.[1]
-    if (lineVersion !== version || creator === undefined || alive(Number(creator))) continue
+    if (lineVersion !== version || creator === undefined || processAlive(Number(creator))) continue
     await run('pg_dropcluster', ['--stop', version, name!], { timeout: 60_000 }).catch(() => {})
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

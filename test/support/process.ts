@@ -75,6 +75,16 @@ export function oneJson(result: RunResult): Record<string, unknown> {
   return parsed as Record<string, unknown>
 }
 
+/** Whether a process with this pid exists (one of another user's counts): tells an orphan's creator from a live test. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 /** A port that was free a moment ago (listen on 0, read it, close). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
