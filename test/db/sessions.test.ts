@@ -1,8 +1,11 @@
 /**
- * The sessions that live outside the pool (the change signal's LISTEN, the leader locks), when
- * their connection ends (pg_terminate_backend, as a failover or a restart ends every session)
- * or goes silent (a network cut: no RST, nothing answers). PostgreSQL only (the suite's second
- * pass); only this file's own backends are terminated, found by an application_name of its own.
+ * PostgreSQL connections when a failover reaches them, on the shared server without root: the
+ * pool's, when their session is terminated (57P01) or turns read-only (25006, as on a demoted
+ * primary: here with a session's own default_transaction_read_only); and the sessions that live
+ * outside the pool (the change signal's LISTEN, the leader locks), when their connection ends
+ * (pg_terminate_backend, as a failover or a restart ends every session) or goes silent (a
+ * network cut: no RST, nothing answers). PostgreSQL only (the suite's second pass); only this
+ * file's own backends are terminated, found by an application_name of its own.
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
@@ -14,6 +17,7 @@ import { LEASE_MS, LeaderLock } from '../../src/db/leader-lock.ts'
 import { migrate } from '../../src/db/migrations.ts'
 import { PostgresDatabase } from '../../src/db/postgres.ts'
 import { READ_ONLY_QUERY } from '../../src/db/postgres-session.ts'
+import { isDatabaseUnavailable } from '../../src/db/unavailable.ts'
 import { MIGRATIONS } from '../../src/migrations.ts'
 import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { sleep } from '../support/process.ts'
@@ -97,6 +101,51 @@ async function until(check: () => boolean | Promise<boolean>, ms: number): Promi
   }
   return check()
 }
+
+describe('the pool', { skip }, () => {
+  const pid = 'SELECT pg_backend_pid() AS pid'
+
+  test('a connection terminated inside a transaction (57P01): that transaction fails as unavailable, the connection is not pooled again', async () => {
+    const db = new PostgresDatabase(url, { max: 2 })
+    try {
+      let backend: number | undefined
+      const failed = await db.transaction(async (tx) => {
+        backend = (await tx.get<{ pid: number }>(pid))!.pid
+        await admin.query('SELECT pg_terminate_backend($1)', [backend])
+        await tx.get(pid)
+      }).then(() => undefined, (err: unknown) => err)
+      assert.ok(isDatabaseUnavailable(failed), `not unavailable: ${String(failed)}`)
+      const after = await Promise.all([0, 1, 2, 3].map(() => db.get<{ pid: number }>(pid)))
+      assert.ok(backend !== undefined && after.every((r) => r !== undefined && r.pid !== backend), 'a statement ran on the terminated connection')
+    } finally {
+      await db.close()
+    }
+  })
+
+  test('every connection read-only (a demoted primary): one write fails (25006, unavailable), /readyz\'s probe says read-only once, and the pool is replaced', async () => {
+    const table = `t_${randomBytes(4).toString('hex')}`
+    await sender.run(`CREATE TABLE ${table} (n INTEGER)`)
+    const db = new PostgresDatabase(url, { max: 3 })
+    try {
+      // Three connections at once, each made read-only for the rest of its session.
+      await Promise.all([0, 1, 2].map(() => db.exec('SET default_transaction_read_only = on; SELECT pg_sleep(0.1)')))
+      const write = () => db.run(`INSERT INTO ${table} (n) VALUES (1)`)
+      const refused = await write().then(() => undefined, (err: unknown) => err)
+      assert.equal((refused as { code?: string })?.code, '25006')
+      assert.ok(isDatabaseUnavailable(refused), 'answered 503 DATABASE_UNAVAILABLE')
+      // Before, the two idle read-only connections beside it failed the next writes in turn.
+      for (let i = 0; i < 6; i++) await write()
+
+      await Promise.all([0, 1, 2].map(() => db.exec('SET default_transaction_read_only = on; SELECT pg_sleep(0.1)')))
+      assert.equal(await db.ping(), 'read-only')
+      assert.equal(await db.ping(), 'writable', 'the probe reached a new connection')
+      for (let i = 0; i < 6; i++) await write()
+    } finally {
+      await db.close()
+      await sender.run(`DROP TABLE ${table}`)
+    }
+  })
+})
 
 describe('the change signal\'s LISTEN session', { skip }, () => {
   test('terminated (pg_terminate_backend): LISTEN is made again, and a NOTIFY sent afterwards arrives', async () => {
