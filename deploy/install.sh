@@ -13,8 +13,10 @@
 #
 #   deploy/install.sh user
 #       Creates the system group and user kns (no login shell, home /var/lib/kns owned by it)
-#       where they are missing. Needs root. DESTDIR=<dir> works on <dir>/etc and <dir>/var
-#       instead of the machine's (an image's root file system being assembled; the tests).
+#       where they are missing. Needs root. KNS_UID=<n> gives both that number (the image:
+#       10001, which Kubernetes' runAsUser names); unset, the system picks one. DESTDIR=<dir>
+#       works on <dir>/etc and <dir>/var instead of the machine's (an image's root file system
+#       being assembled; the tests).
 #
 # Needs bash, npm and, for the pages, the repository's dev dependencies; no network but the
 # npm registry (and none when npm's cache has the packages).
@@ -96,18 +98,27 @@ user() {
   local nologin=/usr/sbin/nologin
   [ -x "${DESTDIR:-}$nologin" ] || nologin=/sbin/nologin
   [ -x "${DESTDIR:-}$nologin" ] || nologin=/bin/false
+  local ids=()
+  if [ -n "${KNS_UID:-}" ]; then
+    case "$KNS_UID" in '' | *[!0-9]*) die "user: KNS_UID must be a number, got $KNS_UID" ;; esac
+    ids=(--uid "$KNS_UID")
+  fi
   if [ -z "$(entry group kns)" ]; then
-    groupadd --system "${prefix[@]}" kns
+    groupadd --system ${KNS_UID:+--gid "$KNS_UID"} "${prefix[@]}" kns
     echo "install.sh: created the group kns"
   fi
   if [ -z "$(entry passwd kns)" ]; then
-    useradd --system --gid kns --home-dir "$home" --no-create-home --shell "$nologin" --comment 'KNS server' "${prefix[@]}" kns
+    useradd --system "${ids[@]}" --gid kns --home-dir "$home" --no-create-home --shell "$nologin" --comment 'KNS server' "${prefix[@]}" kns
     echo "install.sh: created the user kns (home $home, shell $nologin)"
   fi
   local uid gid
   uid=$(entry passwd kns | cut -d: -f3)
   gid=$(entry group kns | cut -d: -f3)
   [ -n "$uid" ] && [ -n "$gid" ] || die "user: kns has no uid or gid after creating it"
+  # An existing kns with another number than asked: say so rather than run under a surprise.
+  if [ -n "${KNS_UID:-}" ] && { [ "$uid" != "$KNS_UID" ] || [ "$gid" != "$KNS_UID" ]; }; then
+    die "user: kns exists with uid $uid and gid $gid, not KNS_UID=$KNS_UID"
+  fi
   # Numeric ids: under DESTDIR the machine's own user database does not know kns.
   install -d -m 0750 -o "$uid" -g "$gid" -- "${DESTDIR:-}$home"
 }
