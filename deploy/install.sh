@@ -38,15 +38,23 @@ usage() {
   die "usage: deploy/install.sh build <out-dir> | deploy/install.sh user"
 }
 
+# Refuses an output directory that is the repository (or holds it) or lies inside what is copied.
+check_out() {
+  case "$repo/" in "$1/"*) die "build: $1 holds the repository itself; give a directory of its own" ;; esac
+  case "$1/" in "$repo/bin/"* | "$repo/src/"* | "$repo/dist/"* | "$repo/node_modules/"*)
+    die "build: $1 is inside what is copied from the repository; give a directory outside bin/, src/, dist/ and node_modules/" ;;
+  esac
+}
+
 build() {
   [ $# -eq 1 ] && [ -n "$1" ] || usage
-  mkdir -p -- "$1"
-  local out
-  out=$(cd -- "$1" && pwd -P)
-  case "$repo/" in "$out/"*) die "build: $out holds the repository itself; give a directory of its own" ;; esac
-  case "$out/" in "$repo/bin/"* | "$repo/src/"* | "$repo/dist/"* | "$repo/node_modules/"*)
-    die "build: $out is inside what is copied from the repository; give a directory outside bin/, src/, dist/ and node_modules/" ;;
-  esac
+  local out=$1
+  case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+  check_out "${out%/}"
+  mkdir -p -- "$out"
+  # Again with symbolic links resolved.
+  out=$(cd -- "$out" && pwd -P)
+  check_out "$out"
   if [ -n "$(ls -A -- "$out")" ] && [ ! -e "$out/$marker" ]; then
     die "build: $out is not empty and was not laid out by this script; give an empty or new directory"
   fi
