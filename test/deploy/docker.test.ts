@@ -8,30 +8,8 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { dockerignorePatterns, isIgnored } from '../support/docker-context.ts'
+import { dockerfileInstructions, dockerignorePatterns, isIgnored, type Instruction } from '../support/docker-context.ts'
 import { ROOT } from '../support/process.ts'
-
-interface Instruction { keyword: string; args: string }
-
-/** The Dockerfile's instructions: continuation lines joined, comments and the syntax directive dropped. */
-export function dockerfileInstructions(file: string): Instruction[] {
-  const logical: string[] = []
-  let pending = ''
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (pending === '' && /^\s*(#|$)/.test(line)) continue
-    if (/^\s*#/.test(line)) continue // a comment inside a continued instruction
-    if (line.endsWith('\\')) {
-      pending += `${line.slice(0, -1)} `
-      continue
-    }
-    logical.push(pending + line)
-    pending = ''
-  }
-  return logical.map((line) => {
-    const [, keyword, args] = /^\s*(\w+)\s+(.*)$/.exec(line)!
-    return { keyword: keyword!.toUpperCase(), args: args!.trim().replace(/\s+/g, ' ') }
-  })
-}
 
 const DOCKERFILE = join(ROOT, 'deploy', 'docker', 'Dockerfile')
 const instructions = dockerfileInstructions(DOCKERFILE)

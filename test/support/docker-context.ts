@@ -43,3 +43,25 @@ export function copyBuildContext(dest: string, root = ROOT): void {
     },
   })
 }
+
+export interface Instruction { keyword: string; args: string }
+
+/** The Dockerfile's instructions: continuation lines joined, comments and the syntax directive dropped. */
+export function dockerfileInstructions(file: string): Instruction[] {
+  const logical: string[] = []
+  let pending = ''
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (pending === '' && /^\s*(#|$)/.test(line)) continue
+    if (/^\s*#/.test(line)) continue // a comment inside a continued instruction
+    if (line.endsWith('\\')) {
+      pending += `${line.slice(0, -1)} `
+      continue
+    }
+    logical.push(pending + line)
+    pending = ''
+  }
+  return logical.map((line) => {
+    const [, keyword, args] = /^\s*(\w+)\s+(.*)$/.exec(line)!
+    return { keyword: keyword!.toUpperCase(), args: args!.trim().replace(/\s+/g, ' ') }
+  })
+}
