@@ -1,7 +1,8 @@
 /**
  * The Docker build context of deploy/docker/Dockerfile as `docker build .` would send it: the
  * repository less what .dockerignore excludes. Our machines have no Docker engine, so the
- * tests lay the image out from this context with deploy/install.sh instead (docs/deploy.md).
+ * tests lay the image out from this context with deploy/install.sh instead (docs/deploy.md),
+ * and read the Dockerfile's instructions to check them.
  */
 import { cpSync, readFileSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
