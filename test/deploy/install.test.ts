@@ -118,7 +118,7 @@ test('install.sh build: from the Docker build context, an app that serves the AP
   assert.ok(existsSync(join(app, 'node_modules', 'fastify', 'package.json')))
 })
 
-test('install.sh build refuses a directory it did not lay out, the repository, and a missing argument', { skip: skipReason() ?? false }, async () => {
+test('install.sh build refuses a directory it did not lay out, the repository, a tree without dev dependencies, and a missing argument', { skip: skipReason() ?? false }, async () => {
   const foreign = join(work, 'foreign')
   mkdirSync(foreign)
   writeFileSync(join(foreign, 'keep.txt'), 'not ours\n')
@@ -135,6 +135,15 @@ test('install.sh build refuses a directory it did not lay out, the repository, a
   assert.notEqual(inside.code, 0)
   assert.match(inside.stderr, /inside what is copied/)
   assert.ok(!existsSync(join(ROOT, 'src', 'x')), 'nothing was made inside the repository')
+
+  // A source tree without its dev dependencies cannot build the pages: it stops, saying so.
+  const bare = join(work, 'bare')
+  copyBuildContext(bare)
+  const noVite = await run('bash', [join(bare, 'deploy', 'install.sh'), 'build', join(work, 'bare-app')])
+  assert.notEqual(noVite.code, 0)
+  assert.match(noVite.stderr, /Vite is not installed \(a dev dependency\)/)
+  assert.match(noVite.stderr, /install\.sh: build: the web pages could not be built \(above\); they need the repository's dev dependencies: run npm ci in /)
+  assert.ok(!existsSync(join(work, 'bare-app', 'node_modules')), 'nothing installed after the failure')
 
   const usage = await run('bash', [script, 'build'])
   assert.notEqual(usage.code, 0)
