@@ -6,9 +6,10 @@
  */
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { freePort } from '../support/process.ts'
+import { freePort, processAlive } from '../support/process.ts'
 
 const run = promisify(execFile)
 const WRAPPERS = ['/usr/bin/pg_createcluster', '/usr/bin/pg_ctlcluster', '/usr/bin/pg_dropcluster']
@@ -18,12 +19,20 @@ export interface ThrowawayCluster {
   port: number
   /** Superuser connection to its `postgres` database (trust authentication on 127.0.0.1). */
   url: string
+  /** Its data directory (owned by postgres); the configuration is in /etc/postgresql. */
+  dataDir: string
   /** `pg_ctlcluster stop -m fast`: every session is terminated, the log flushed, then the server exits. */
   stop(): Promise<void>
   start(): Promise<void>
   /** SIGSTOP to the postmaster and every backend: connections stay open, nothing answers. */
   freeze(): void
   thaw(): void
+  /**
+   * Stops the server, empties its data directory, lets `fill` lay another server's files in
+   * it (a base backup), gives them to postgres, and starts it: the cluster keeps its name,
+   * port and configuration, and serves the other server's data.
+   */
+  replaceData(fill: (dataDir: string) => Promise<void>): Promise<void>
   /** Stops (thawing first) and deletes the cluster, its data and its log. Safe to call twice. */
   drop(): Promise<void>
 }
@@ -57,7 +66,7 @@ export async function createThrowawayCluster(): Promise<ThrowawayCluster> {
   let frozen: number[] = []
   let dropped = false
   const cluster: ThrowawayCluster = {
-    name, port,
+    name, port, dataDir,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     async stop() { await ctl('stop', '-m', 'fast') },
     async start() { await ctl('start') },
@@ -70,6 +79,14 @@ export async function createThrowawayCluster(): Promise<ThrowawayCluster> {
         try { process.kill(pid, 'SIGCONT') } catch { /* exited meanwhile */ }
       }
       frozen = []
+    },
+    async replaceData(fill) {
+      await cluster.stop()
+      for (const entry of readdirSync(dataDir)) rmSync(join(dataDir, entry), { recursive: true, force: true })
+      await fill(dataDir)
+      await run('chown', ['-R', 'postgres:postgres', dataDir])
+      await run('chmod', ['0700', dataDir])
+      await cluster.start()
     },
     async drop() {
       if (dropped) return
@@ -101,17 +118,8 @@ async function dropOrphans(version: string): Promise<void> {
   for (const line of stdout.split('\n')) {
     const [lineVersion, name] = line.trim().split(/\s+/)
     const creator = NAME.exec(name ?? '')?.[1]
-    if (lineVersion !== version || creator === undefined || alive(Number(creator))) continue
+    if (lineVersion !== version || creator === undefined || processAlive(Number(creator))) continue
     await run('pg_dropcluster', ['--stop', version, name!], { timeout: 60_000 }).catch(() => {})
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

@@ -117,6 +117,19 @@ export interface RunningServer {
   stop(timeoutMs?: number): Promise<Exit>
 }
 
+/**
+ * Whether a process with this pid exists (EPERM: it does, another user's). For the orphan
+ * sweeps: what a test made is named after its process's pid, and outlives it only if it crashed.
+ */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** What starts the server instead of `node bin/kns.js serve`: e.g. `npm start`, or another layout's bin/kns.js. */
