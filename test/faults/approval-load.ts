@@ -24,6 +24,8 @@ export interface Attempt {
 export interface Acknowledged {
   approvalNumber: string
   referenceNumber: string
+  /** performance.now() when its request was sent. */
+  at: number
 }
 
 export interface LoadOptions {
@@ -85,8 +87,9 @@ export class ApprovalLoad {
 
   async #approve(worker: number, i: number): Promise<void> {
     const body = approvalPhoneBody(this.#options.phoneNumber, `fault-${worker}-${i}-${randomBytes(4).toString('hex')}`)
+    const at = performance.now()
     const answer = await this.#post('approval', '/numsys/approval-phone', body, { 'x-api-key': this.#options.key })
-    if (answer?.status === 200) this.acknowledged.push({ approvalNumber: String(answer.body.approvalNumber), referenceNumber: body.referenceNumber })
+    if (answer?.status === 200) this.acknowledged.push({ approvalNumber: String(answer.body.approvalNumber), referenceNumber: body.referenceNumber, at })
     else this.unacknowledged.push(body)
   }
 

@@ -6,7 +6,8 @@
  */
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs'
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freePort, processAlive } from '../support/process.ts'
 
@@ -18,6 +19,8 @@ export interface ThrowawayCluster {
   port: number
   /** Superuser connection to its `postgres` database (trust authentication on 127.0.0.1). */
   url: string
+  /** Its data directory (owned by postgres); the configuration is in /etc/postgresql. */
+  dataDir: string
   /** `pg_ctlcluster stop -m fast`: every session is terminated, the log flushed, then the server exits. */
   stop(): Promise<void>
   start(): Promise<void>
@@ -28,6 +31,12 @@ export interface ThrowawayCluster {
   /** SIGSTOP to the postmaster and every backend: connections stay open, nothing answers. */
   freeze(): void
   thaw(): void
+  /**
+   * Stops the server, empties its data directory, lets `fill` lay another server's files in
+   * it (a base backup), gives them to postgres, and starts it: the cluster keeps its name,
+   * port and configuration, and serves the other server's data.
+   */
+  replaceData(fill: (dataDir: string) => Promise<void>): Promise<void>
   /** Stops (thawing first) and deletes the cluster, its data and its log. Safe to call twice. */
   drop(): Promise<void>
 }
@@ -65,7 +74,7 @@ export async function createThrowawayCluster(options: { standbyOf?: ThrowawayClu
   let frozen: number[] = []
   let dropped = false
   const cluster: ThrowawayCluster = {
-    name, port,
+    name, port, dataDir,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     async stop() { await ctl('stop', '-m', 'fast') },
     async start() { await ctl('start') },
@@ -84,6 +93,14 @@ export async function createThrowawayCluster(options: { standbyOf?: ThrowawayClu
         try { process.kill(pid, 'SIGCONT') } catch { /* exited meanwhile */ }
       }
       frozen = []
+    },
+    async replaceData(fill) {
+      await cluster.stop()
+      for (const entry of readdirSync(dataDir)) rmSync(join(dataDir, entry), { recursive: true, force: true })
+      await fill(dataDir)
+      await run('chown', ['-R', 'postgres:postgres', dataDir])
+      await run('chmod', ['0700', dataDir])
+      await cluster.start()
     },
     async drop() {
       if (dropped) return

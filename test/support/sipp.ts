@@ -28,8 +28,21 @@ export interface SippCall {
 export interface SippResult {
   code: number | null
   stderr: string
-  /** The final response as received: status line and header fields (lower-case names, every value). */
-  response: { status: number; headers: Map<string, string[]> } | undefined
+  /** The (last) final response as received: status line and header fields (lower-case names, every value). */
+  response: SipResponseSeen | undefined
+  /** Every final response received, in order (several with `calls`). */
+  responses: SipResponseSeen[]
+}
+
+export interface SipResponseSeen { status: number; headers: Map<string, string[]> }
+
+/** Where sipp sends from and to: the loopback by default; a cluster test's addresses otherwise. */
+export interface SippTarget {
+  host?: string
+  /** The local address sipp binds (and puts in Via, From, Contact). */
+  localIp?: string
+  /** Calls to make, one after the other (sipp -m). */
+  calls?: number
 }
 
 function scenario(call: SippCall): string {
@@ -71,10 +84,10 @@ ${ack}
 `
 }
 
-/** The last final response in sipp's message log. */
-function lastFinalResponse(log: string): SippResult['response'] {
+/** The final responses in sipp's message log, in order. */
+function finalResponses(log: string): SipResponseSeen[] {
   const blocks = log.split(/\n(?=-{5,}|\S.*message (?:received|sent))/)
-  let found: SippResult['response']
+  const found: SipResponseSeen[] = []
   for (const block of blocks) {
     const start = block.indexOf('SIP/2.0 ')
     if (start === -1) continue
@@ -89,20 +102,22 @@ function lastFinalResponse(log: string): SippResult['response'] {
       const name = line.slice(0, colon).trim().toLowerCase()
       headers.set(name, [...(headers.get(name) ?? []), line.slice(colon + 1).trim()])
     }
-    found = { status, headers }
+    found.push({ status, headers })
   }
   return found
 }
 
-/** One call through sipp (UDP `u1` or TCP `t1`) to 127.0.0.1:port. */
-export async function runSipp(port: number, call: SippCall, transport: 'u1' | 't1' = 'u1'): Promise<SippResult> {
+/** One call (or `target.calls`) through sipp (UDP `u1` or TCP `t1`) to 127.0.0.1:port or `target.host`:port. */
+export async function runSipp(port: number, call: SippCall, transport: 'u1' | 't1' = 'u1', target: SippTarget = {}): Promise<SippResult> {
+  const host = target.host ?? '127.0.0.1'
+  const calls = target.calls ?? 1
   const dir = mkdtempSync(join(tmpdir(), 'kns-sipp-'))
   try {
     const file = join(dir, 'scenario.xml')
     const log = join(dir, 'messages.log')
     writeFileSync(file, scenario(call))
-    const child = spawn('sipp', [`127.0.0.1:${port}`, '-sf', file, '-m', '1', '-t', transport, '-i', '127.0.0.1', '-nostdin',
-      '-timeout', '10s', '-timeout_error', '-recv_timeout', '5000', '-trace_msg', '-message_file', log], { stdio: ['ignore', 'ignore', 'pipe'] })
+    const child = spawn('sipp', [`${host}:${port}`, '-sf', file, '-m', String(calls), '-t', transport, '-i', target.localIp ?? '127.0.0.1', '-nostdin',
+      '-timeout', `${10 * calls}s`, '-timeout_error', '-recv_timeout', '5000', '-trace_msg', '-message_file', log], { stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
     child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
@@ -112,7 +127,8 @@ export async function runSipp(port: number, call: SippCall, transport: 'u1' | 't
     } catch {
       // no log: sipp failed before any message
     }
-    return { code, stderr, response: lastFinalResponse(messages) }
+    const responses = finalResponses(messages)
+    return { code, stderr, response: responses.at(-1), responses }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
