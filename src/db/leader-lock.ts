@@ -17,9 +17,9 @@ import { checkEvery, openSession, READ_ONLY_QUERY, ReadOnlyServerError, SESSION_
  *   the old connection): the session is asked every SESSION_CHECK_MS, and `held` is a lease:
  *   true only within LEASE_MS of the last answer that found the server writable. So a holder
  *   stops at most LEASE_MS (4 s) after it last heard its server;
- * - the server gives a silent holder's lock up after 8 s without an answer from it (the
+ * - the server gives a silent holder's lock up after 6 s without an answer from it (the
  *   session's keepalive, postgres-session.ts), later than the holder stops: the next process
- *   takes over within about 10 s of a cut;
+ *   takes over within about 8 s of a cut (its 2 s retry included);
  * - a failover to another server: advisory locks are not replicated, so the new primary has
  *   none, and a standby process takes the lock there at once; the old holder keeps believing it
  *   leads until its own session fails or its lease runs out (4 s at most). The jobs under this

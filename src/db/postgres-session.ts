@@ -21,12 +21,14 @@ export const READ_ONLY_QUERY = `SELECT pg_is_in_recovery() OR current_setting('t
 /**
  * The server side of a session whose end must be noticed: PostgreSQL keeps a session (and its
  * advisory locks) until TCP says its client is gone, which with the kernel's defaults takes two
- * hours for a client cut off without a word. With these, the server probes after 5 s of silence
- * and gives the session up after 3 unanswered probes a second apart (8 s), or once data it sent
- * stays unacknowledged for 8 s. Ignored on a Unix socket. Through a TCP proxy (HAProxy) the
- * server's peer is the proxy, whose own client-side keepalive must do the same (docs/operations.md).
+ * hours for a client cut off without a word. With these, the server probes after 3 s of silence
+ * and gives the session up after 3 unanswered probes a second apart (6 s), or once data it sent
+ * stays unacknowledged for 6 s: later than the holder of a leader lock stops believing it holds
+ * it (LEASE_MS, 4 s), soon enough for another to lead within seconds. Ignored on a Unix socket.
+ * Through a TCP proxy (HAProxy) the server's peer is the proxy, whose own client-side keepalive
+ * must do the same (docs/operations.md).
  */
-const SERVER_KEEPALIVE = 'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 8000'
+const SERVER_KEEPALIVE = 'SET tcp_keepalives_idle = 3; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 6000'
 
 /** Thrown when a dedicated session's server is (or became) read-only: unavailable (SQLSTATE 25006), as a write there would be. */
 export class ReadOnlyServerError extends Error {
