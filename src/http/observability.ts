@@ -37,9 +37,9 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   app.get('/healthz', { schema: { ...hidden, response: { 200: Type.Object({ status: Type.String() }) } } },
     async () => ({ status: 'ok' }))
 
-  // Ready means the database answers and takes writes. A remote ledger that does not answer leaves the service
-  // ready (registration, statistics, transaction_details and the pages still work) but is
-  // reported, so an operator sees it on the same probe.
+  // Ready means the database answers and takes writes. A remote ledger that does not answer
+  // leaves the service ready (registration, statistics, transaction_details and the pages still
+  // work) but is reported, so an operator sees it on the same probe.
   const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()) })
   app.get('/readyz', { schema: { ...hidden, response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
