@@ -189,13 +189,50 @@ export async function outboundRequest(
   for (let hop = 0; ; hop++) {
     const left = deadline - Date.now()
     if (left <= 0) throw timeoutError(options.timeoutMs)
-    const response = await requestOnce(url, request, { ...options, timeoutMs: left })
+    const response = await requestOnFreshSocket(url, request, options, deadline)
     const location = response.headers.location
     if (!REDIRECTS.has(response.status) || typeof location !== 'string' || hop >= (options.maxRedirects ?? 0)) return { ...response, url }
     url = new URL(location, url).href
     if (response.status === 303) request = { method: 'GET', headers: init.headers }
   }
 }
+
+/**
+ * A pooled keep-alive connection that the other side closed just as it was reused (its idle
+ * timeout, e.g. 5 s for a Node server, racing our next request) fails with ECONNRESET before
+ * any answer. The request goes again (on the next connection: a new one once the pool's stale
+ * ones are used up, at most MAX_STALE_SOCKETS tries), as Node's documentation of
+ * `request.reusedSocket` advises: a login code to an SMS gateway was lost this way in the
+ * cluster test (nothing retries a code; a webhook would have been late by a retry interval).
+ * The peer may have read the request before closing, so a repeat is possible: an SMS
+ * gateway may send the same code twice, a webhook may arrive twice (same webhook-id).
+ */
+async function requestOnFreshSocket(
+  url: string, init: { method: string; headers: Record<string, string>; body?: string | Buffer }, options: OutboundOptions, deadline: number,
+): Promise<OutboundResponse> {
+  // Several pooled connections may have been closed together: each try uses one up (a failed socket leaves the pool).
+  for (let attempt = 1; ; attempt++) {
+    const left = deadline - Date.now()
+    if (left <= 0) throw timeoutError(options.timeoutMs)
+    try {
+      return await requestOnce(url, init, { ...options, timeoutMs: left })
+    } catch (err) {
+      if (!(err instanceof StaleSocketError)) throw err
+      if (attempt >= MAX_STALE_SOCKETS) throw err.cause
+    }
+  }
+}
+
+const MAX_STALE_SOCKETS = 4
+
+/** The reused connection was reset before an answer: see requestOnFreshSocket. `cause` is the socket's error. */
+class StaleSocketError extends Error {
+  constructor(cause: Error) {
+    super(cause.message, { cause })
+  }
+}
+
+const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE'])
 
 function timeoutError(ms: number): Error {
   const error = new Error(`no complete answer within ${ms} ms`)
@@ -210,6 +247,7 @@ function requestOnce(
   const transport = url.protocol === 'https:' ? https : http
   return new Promise<OutboundResponse>((resolve, reject) => {
     let settled = false
+    let answered = false
     const finish = (error: Error | null, response?: OutboundResponse) => {
       if (settled) return
       settled = true
@@ -223,6 +261,7 @@ function requestOnce(
       agent: agentFor(url.protocol, options.ca),
       ...(options.allowPrivate ? {} : { lookup: guardedLookup(options.lookup ?? dnsLookup, options.addressAllowed ?? isPublicAddress) }),
     }, (response) => {
+      answered = true
       const chunks: Buffer[] = []
       let size = 0
       let truncated = false
@@ -250,7 +289,10 @@ function requestOnce(
       request.destroy(error)
       finish(error)
     }, options.timeoutMs)
-    request.on('error', (error) => finish(error))
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const stale = request.reusedSocket && !answered && STALE_SOCKET_CODES.has(error.code ?? '')
+      finish(stale ? new StaleSocketError(error) : error)
+    })
     request.end(init.body)
   })
 }

@@ -133,3 +133,54 @@ describe('answers (WEBHOOK_ALLOW_PRIVATE, against a local server)', () => {
     assert.ok(took >= 450 && took < 5000, `timed out after ${took} ms`)
   })
 })
+
+describe('a pooled connection the endpoint closed as it was reused', () => {
+  /** Answers the first request of each connection (keep-alive) and resets the connection on any later one, as an idle timeout racing a reuse does. */
+  async function resettingServer(): Promise<{ url: string; received: number; connections: number; close(): Promise<void> }> {
+    const state = { url: '', received: 0, connections: 0, close: async () => {} }
+    const perSocket = new WeakMap<object, number>()
+    const resetting = createServer((req, res) => {
+      state.received++
+      const seen = (perSocket.get(req.socket) ?? 0) + 1
+      perSocket.set(req.socket, seen)
+      if (seen > 1) return void req.socket.destroy()
+      res.writeHead(200, { connection: 'keep-alive' }).end('ok')
+    })
+    resetting.on('connection', () => { state.connections++ })
+    await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve))
+    state.url = `http://127.0.0.1:${(resetting.address() as AddressInfo).port}/sms`
+    state.close = async () => {
+      resetting.closeAllConnections()
+      await new Promise((resolve) => resetting.close(resolve))
+    }
+    return state
+  }
+
+  test('the request goes again on a new connection, and is answered', async () => {
+    const endpoint = await resettingServer()
+    try {
+      assert.equal((await outboundRequest(endpoint.url, post, lax)).status, 200)
+      // The pooled connection is reused and reset: before the fix, this was an ECONNRESET (a login code lost).
+      assert.equal((await outboundRequest(endpoint.url, post, lax)).status, 200)
+      assert.equal(endpoint.connections, 2, 'the second answer came on a new connection')
+      assert.equal(endpoint.received, 3, 'the reset request, then its repeat')
+    } finally {
+      await endpoint.close()
+    }
+  })
+
+  test('a new connection reset before an answer is an error, not repeated', async () => {
+    const hangUp = createServer((req) => { req.socket.destroy() })
+    let received = 0
+    hangUp.on('request', () => { received++ })
+    await new Promise<void>((resolve) => hangUp.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(hangUp.address() as AddressInfo).port}/sms`
+      await assert.rejects(outboundRequest(url, post, lax), (err: NodeJS.ErrnoException) => err.code === 'ECONNRESET')
+      assert.equal(received, 1)
+    } finally {
+      hangUp.closeAllConnections()
+      await new Promise((resolve) => hangUp.close(resolve))
+    }
+  })
+})
