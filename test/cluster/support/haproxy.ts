@@ -22,6 +22,8 @@ export interface StatRow {
   sessions: number
   /** Sessions open now. */
   current: number
+  /** A backup server (used only while every other server of its backend is down). */
+  backup: boolean
 }
 
 export interface Haproxy {
@@ -34,7 +36,7 @@ export interface Haproxy {
   stats(): Promise<StatRow[]>
   /** Sends one admin command (`disable server kns_nodes/kns1`, ...) and returns its answer. */
   command(line: string): Promise<string>
-  /** Waits until the backend's servers are in the states `want` says (e.g. exactly one UP). */
+  /** Waits until the backend's servers (its checked ones: backups aside) are in the states `want` says (e.g. exactly one UP). */
   waitServers(backend: string, want: (servers: StatRow[]) => boolean, what: string, timeoutMs?: number): Promise<StatRow[]>
 }
 
@@ -66,7 +68,7 @@ export function startHaproxy(host: Host, addresses: { knsNodes: string[]; postgr
       const cells = line.split(',')
       return {
         proxy: cells[at('pxname')]!, server: cells[at('svname')]!, status: cells[at('status')]!,
-        sessions: Number(cells[at('stot')]), current: Number(cells[at('scur')]),
+        sessions: Number(cells[at('stot')]), current: Number(cells[at('scur')]), backup: cells[at('bck')] === '1',
       }
     })
   }
@@ -75,7 +77,7 @@ export function startHaproxy(host: Host, addresses: { knsNodes: string[]; postgr
     httpUrl: `http://${host.address}`,
     postgresAddress: `${host.address}:${POSTGRES_PORT}`,
     waitServers: (backend, want, what, timeoutMs = 30_000) => waitFor(`HAProxy: ${what}`, async () => {
-      const servers = (await stats()).filter((row) => row.proxy === backend && row.server !== 'BACKEND' && row.server !== 'FRONTEND')
+      const servers = (await stats()).filter((row) => row.proxy === backend && row.server !== 'BACKEND' && row.server !== 'FRONTEND' && !row.backup)
       return want(servers) ? servers : undefined
     }, {
       timeoutMs, processes: [process],
