@@ -79,7 +79,7 @@ before(async () => {
       return { SMS_DELIVERY: 'http', SMS_HTTP_URL: sms.url }
     },
   })
-  watch.start(cluster.nodes, cluster.patroni)
+  watch.start(cluster.nodes, cluster.haproxy)
   mix = new ProductionMix({ ...targets!, apiUrl: cluster.haproxy.httpUrl, sipTarget: cluster.kamailio.sipAddress })
   await mix.start()
   phaseStart = Date.now()

@@ -1,10 +1,12 @@
 /**
  * What the fault tests watch besides the mix's own requests: every node's `/readyz`, asked
  * directly (not through HAProxy) every quarter second, with the ledger watcher's state it
- * reports (watching or standby: who leads); and which Patroni member is the primary.
+ * reports (watching or standby: who leads); and whether the nodes have a primary to reach
+ * (HAProxy's PostgreSQL frontend with a server UP: what the nodes get, whereas Patroni's own
+ * view names a crashed leader until its key expires).
  */
+import type { Haproxy } from './haproxy.ts'
 import type { KnsNode } from './kns-nodes.ts'
-import type { Patroni } from './patroni.ts'
 import { sleep } from './wait.ts'
 
 export interface ReadinessProbe {
@@ -20,7 +22,7 @@ export interface ReadinessProbe {
 
 export interface PrimaryProbe {
   at: number
-  /** The running leader's name; undefined when there is none (or Patroni did not answer). */
+  /** The PostgreSQL member HAProxy sends the nodes to; undefined when none is UP (or HAProxy did not answer). */
   leader?: string
 }
 
@@ -33,9 +35,9 @@ export class ClusterWatch {
   #running = false
   #loops: Promise<void>[] = []
 
-  start(nodes: KnsNode[], patroni: Patroni): void {
+  start(nodes: KnsNode[], haproxy: Haproxy): void {
     this.#running = true
-    this.#loops = [...nodes.map((node) => this.#watchNode(node)), this.#watchPrimary(patroni)]
+    this.#loops = [...nodes.map((node) => this.#watchNode(node)), this.#watchPrimary(haproxy)]
   }
 
   async stop(): Promise<void> {
@@ -64,13 +66,13 @@ export class ClusterWatch {
     }
   }
 
-  async #watchPrimary(patroni: Patroni): Promise<void> {
+  async #watchPrimary(haproxy: Haproxy): Promise<void> {
     while (this.#running) {
       const at = Date.now()
       let leader: string | undefined
       try {
-        leader = (await patroni.cluster()).members.find((m) => m.role === 'leader' && m.state === 'running')?.name
-      } catch { /* no member answered */ }
+        leader = (await haproxy.stats()).find((s) => s.proxy === 'postgres_primary' && s.server.startsWith('pg') && s.status === 'UP')?.server
+      } catch { /* no answer from the admin socket */ }
       this.primary.push({ at, ...(leader === undefined ? {} : { leader }) })
       await sleep(Math.max(0, 2 * INTERVAL_MS - (Date.now() - at)))
     }

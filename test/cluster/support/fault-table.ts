@@ -141,6 +141,12 @@ function longestWithoutPrimary(phase: FaultPhase, probes: readonly PrimaryProbe[
 
 const seconds = (s: number) => s.toFixed(1)
 
+/** "12" or "12 (9 with Retry-After)": HAProxy's and Kamailio's own answers, and whether they said when to retry. */
+function proxyAnswers(requests: readonly MixRequest[]): string {
+  const retry = requests.filter((r) => r.retryAfter !== undefined).length
+  return retry === 0 ? String(requests.length) : `${requests.length} (${retry} with Retry-After)`
+}
+
 /** The Markdown table (one row per fault) and, below it, what failed in each. */
 export function renderTable(rows: readonly FaultRow[]): string {
   const header = [
@@ -157,7 +163,7 @@ export function renderTable(rows: readonly FaultRow[]): string {
     lines.push(`| ${[
       `${phase.name}${phase.commit === 'async' ? ' (APPROVAL_COMMIT=async)' : ''}`, held, row.requests, row.failed.length,
       `${row.onLostNode.length} / ${row.inWindow.length} / ${row.outside.length}`,
-      `${row.answered503.length} / ${row.byProxy.length} / ${row.noAnswer.length} / ${row.wrongAnswer.length}`,
+      `${row.answered503.length} / ${proxyAnswers(row.byProxy)} / ${row.noAnswer.length} / ${row.wrongAnswer.length}`,
       row.readyAgainS === null ? 'never unready' : seconds(row.readyAgainS),
       `${losses.approvals.lost.length} of ${losses.approvals.acknowledged}`,
       `${losses.decisions.lost.length} of ${losses.decisions.acknowledged}`,

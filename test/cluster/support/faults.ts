@@ -116,7 +116,7 @@ export async function clusterHealthy(cluster: Cluster, timeoutMs: number): Promi
     if (!view.members.some((m) => m.role === 'leader' && m.state === 'running')) found.push('no running Patroni leader')
     if (!view.members.some((m) => m.role === 'sync_standby' && (m.state === 'streaming' || m.state === 'running'))) found.push(`no streaming sync standby: ${JSON.stringify(view.members)}`)
     const stats = await cluster.haproxy.stats().catch(() => [])
-    const servers = (proxy: string) => stats.filter((s) => s.proxy === proxy && s.server !== 'BACKEND' && s.server !== 'FRONTEND')
+    const servers = (proxy: string) => stats.filter((s) => s.proxy === proxy && s.server !== 'BACKEND' && s.server !== 'FRONTEND' && !s.backup)
     if (!servers('kns_nodes').every((s) => s.status === 'UP') || servers('kns_nodes').length !== cluster.nodes.length) found.push('HAProxy does not see every node UP')
     if (servers('postgres_primary').filter((s) => s.status === 'UP').length !== 1) found.push('HAProxy does not see one PostgreSQL primary UP')
     const active = (await cluster.kamailio.destinations().catch(() => [])).filter((d) => d.flags.startsWith('A'))
