@@ -167,6 +167,7 @@ function watcherState(service: Service): { watcher?: string } {
     case 'unreachable': return { watcher: `ledger unreachable, retrying: ${watcher.lastError ?? ''}`.trim() }
     case 'failing': return { watcher: `retrying after an error: ${watcher.lastError ?? ''}`.trim() }
     case 'watching': {
+      if (!watcher.leading) return { watcher: 'standby (the lock was lost; asking for it again)' }
       const lag = watcher.lagSeconds()
       return { watcher: lag === null ? 'watching' : `watching (${lag.toFixed(1)} s behind)` }
     }

@@ -241,6 +241,27 @@ describe('several processes on one PostgreSQL database', { skip: ENGINE !== 'pos
   })
 })
 
+describe('the lock lost between two polls (its session ended: a failover, a switchover)', { skip: ENGINE !== 'postgres' && 'PostgreSQL only (SQLite: the server process always leads)' }, () => {
+  test('/readyz stops saying `watching` at once, not at the next poll (which another process may beat)', async () => {
+    // A minute between polls: the watcher's state stays the last poll's for that long.
+    const h = await startHarness({ LEDGER_WATCH_INTERVAL_MS: '60000' }, { events: true })
+    const readiness = async () => ((await h.app.inject({ method: 'GET', url: '/readyz' })).json() as { watcher?: string }).watcher ?? ''
+    try {
+      await until(async () => (await readiness()).startsWith('watching'))
+      // This schema's lock only (the server serves other tests): its key is hashtext('<schema>:ledger-watcher').
+      const ended = await h.service.db.all<{ ended: boolean }>(`SELECT pg_terminate_backend(l.pid) AS ended FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.granted AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtext(current_schema() || ':ledger-watcher')::bigint`)
+      assert.deepEqual(ended, [{ ended: true }])
+      const tookMs = await until(async () => !(await readiness()).startsWith('watching'), 5000)
+      assert.ok(tookMs < 2000, `still "watching" ${tookMs} ms after its lock's session ended`)
+      assert.equal(h.service.events.watcher.state, 'watching', 'the state is still the last poll\'s (the next poll is a minute away)')
+      assert.match(await readiness(), /^standby \(the lock was lost/)
+    } finally {
+      await h.close()
+    }
+  })
+})
+
 describe('the database unavailable while the watcher asks for its lock (a PostgreSQL failover)', () => {
   test('asked again at the standby pace, not backed off as for the ledger: watching soon after the database is back', async () => {
     const h = await startHarness()
