@@ -262,6 +262,9 @@ function assertGoals(row: FaultRow): void {
   assert.equal(row.watcher.doubleS, 0, 'two nodes watched the ledger at once')
   assert.deepEqual(row.outside.map((r) => `${r.kind} ${r.status} ${r.failure}`), [], `failures outside the fault's window and not on the lost node: ${show(row.outside)}`)
   assert.deepEqual(row.wrongAnswer.map((r) => `${r.kind} ${r.status} ${r.failure}`), [], `the service answered a failure other than 503 with Retry-After: ${show(row.wrongAnswer)}`)
+  // HAProxy and Kamailio answer for the service only when no node can (deploy/): 503 with Retry-After too. A request in flight on a killed node may get HAProxy's 502.
+  const proxyOther = row.byProxy.filter((r) => !row.onLostNode.includes(r) && !(r.status === 503 && r.retryAfter !== undefined))
+  assert.deepEqual(proxyOther.map((r) => `${r.kind} ${r.status} ${r.failure}`), [], `a proxy answered other than 503 with Retry-After: ${show(proxyOther)}`)
   assert.ok(row.readyAgainS === null || row.readyAgainS * 1000 <= phase.repairedAt - phase.faultAt + READY_BOUND_MS,
     `every node ready again within ${READY_BOUND_MS / 1000} s of the repair (${row.readyAgainS} s after the fault)`)
 }

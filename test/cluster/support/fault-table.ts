@@ -94,35 +94,50 @@ function readyAgain(phase: FaultPhase, probes: readonly ReadinessProbe[]): numbe
 
 /**
  * Who watches the ledger before and after, the longest time no reachable node said it
- * watches (the handover), and how long two said so at once (two leaders: must be 0).
+ * watches (the handover), and how long two said so at once (two leaders: must be 0). A node
+ * counts as watching between two of its probes that both said so: the time between probes is
+ * not guessed, so two nodes overlap only where their probes show it.
  */
 function watcherHandover(phase: FaultPhase, probes: readonly ReadinessProbe[]): FaultRow['watcher'] {
+  const watchingProbe = (p: ReadinessProbe) => p.status === 200 && p.watcher?.startsWith('watching') === true
   const latest = new Map<string, ReadinessProbe>()
-  const watching = () => [...latest.values()].filter((p) => p.status === 200 && p.watcher?.startsWith('watching')).map((p) => p.node).sort()
+  const watching = () => [...latest.values()].filter(watchingProbe).map((p) => p.node).sort()
   const sorted = probes.filter((p) => p.at < phase.end).sort((a, b) => a.at - b.at)
   for (const p of sorted.filter((p) => p.at < phase.faultAt)) latest.set(p.node, p)
   const before = watching().join('+') || 'none'
   let gapS = 0
-  let doubleS = 0
   let noneSince: number | undefined = before === 'none' ? phase.faultAt : undefined
-  let doubleSince: number | undefined
   for (const p of sorted.filter((p) => p.at >= phase.faultAt)) {
     latest.set(p.node, p)
-    const now = watching()
-    if (now.length === 0) noneSince ??= p.at
+    if (watching().length === 0) noneSince ??= p.at
     else if (noneSince !== undefined) {
       gapS = Math.max(gapS, (p.at - noneSince) / 1000)
       noneSince = undefined
     }
-    if (now.length >= 2) doubleSince ??= p.at
-    else if (doubleSince !== undefined) {
-      doubleS += (p.at - doubleSince) / 1000
-      doubleSince = undefined
-    }
   }
   if (noneSince !== undefined) gapS = Math.max(gapS, (phase.end - noneSince) / 1000)
-  if (doubleSince !== undefined) doubleS += (phase.end - doubleSince) / 1000
-  return { before, after: watching().join('+') || 'none', gapS, doubleS }
+  return { before, after: watching().join('+') || 'none', gapS, doubleS: overlapS(phase, sorted, watchingProbe) }
+}
+
+/** Seconds within the phase during which two nodes' watching intervals (consecutive probes both watching) overlap. */
+function overlapS(phase: FaultPhase, sorted: readonly ReadinessProbe[], watchingProbe: (p: ReadinessProbe) => boolean): number {
+  const edges: Array<{ at: number; delta: number }> = []
+  const last = new Map<string, ReadinessProbe>()
+  for (const p of sorted.filter((p) => p.at >= phase.start)) {
+    const previous = last.get(p.node)
+    if (previous !== undefined && watchingProbe(previous) && watchingProbe(p)) edges.push({ at: previous.at, delta: 1 }, { at: p.at, delta: -1 })
+    last.set(p.node, p)
+  }
+  edges.sort((a, b) => a.at - b.at || a.delta - b.delta)
+  let open = 0
+  let since = 0
+  let total = 0
+  for (const edge of edges) {
+    if (open >= 2 && edge.at > since) total += edge.at - since
+    open += edge.delta
+    since = edge.at
+  }
+  return total / 1000
 }
 
 function longestWithoutPrimary(phase: FaultPhase, probes: readonly PrimaryProbe[]): number {

@@ -58,7 +58,7 @@ const THINK_MS = 300
 /** Past this many tasks in flight a start is skipped (counted): the client must not grow without bound while the service stalls. */
 const MAX_IN_FLIGHT = 200
 
-interface Answer { status: number; body: Record<string, unknown>; headers: Headers }
+interface Answer { status: number; body: Record<string, unknown>; headers: Headers; request: MixRequest }
 
 export class ProductionMix {
   readonly records = newRecords()
@@ -285,10 +285,12 @@ export class ProductionMix {
     if (uid === undefined) return
     if ((await browse(`/oidc/interaction/${uid}/details`, 200)) === undefined) return
     const since = Date.now()
-    if ((await browse(`/oidc/interaction/${uid}/code`, 202, { phoneNumber: phone })) === undefined) return
+    const sent = await browse(`/oidc/interaction/${uid}/code`, 202, { phoneNumber: phone })
+    if (sent === undefined) return
     const code = await this.#targets.sms.codeFor(phone, since, 10_000)
     if (code === undefined) {
-      this.records.requests.push({ id: `mix-sms-${uid}`, kind: 'login', start: since, end: Date.now(), status: 0, failure: 'no login code by SMS', byService: false })
+      // The node said it sent the code (it texts after answering): the request did not do what it said.
+      sent.request.failure = 'answered 202, no code came by SMS'
       return
     }
     const login = await browse(`/oidc/interaction/${uid}/login`, 200, { code })
@@ -332,7 +334,7 @@ export class ProductionMix {
       if (retryAfter !== null) request.retryAfter = retryAfter
       const failure = (options.judge ?? ((s, b) => (s === 200 ? undefined : String(b.code ?? s))))(res.status, body)
       if (failure !== undefined) request.failure = failure
-      return { status: res.status, body, headers: res.headers }
+      return { status: res.status, body, headers: res.headers, request }
     } catch (err) {
       request.end = Date.now()
       request.failure = clientError(err)
