@@ -189,7 +189,8 @@ export function renderTable(rows: readonly FaultRow[]): string {
   }
   const details = rows.map((row) => {
     const notes = row.phase.notes.length === 0 ? '' : ` (${row.phase.notes.join('; ')})`
-    return `- **${row.phase.name}**${notes}: ${row.failed.length === 0 ? 'nothing failed' : `failed: ${summarizeRequests(row.failed)}`}`
+    const name = `${row.phase.name}${row.phase.commit === 'async' ? ' (APPROVAL_COMMIT=async)' : ''}`
+    return `- **${name}**${notes}: ${row.failed.length === 0 ? 'nothing failed' : `failed: ${summarizeRequests(row.failed)}`}`
   })
   return [...lines, '', ...details].join('\n')
 }
