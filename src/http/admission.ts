@@ -31,7 +31,7 @@ import { addressGroup } from '../lib/client-address.ts'
 import { FairQueue } from '../lib/fair-queue.ts'
 import { runWithPriority, type WorkPriority } from '../lib/work-priority.ts'
 import { ConnectionCaps } from './connection-caps.ts'
-import { errorBody } from './error-body.ts'
+import { errorBody, requestIdFrom } from './error-body.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 
 export type Priority = WorkPriority
@@ -135,6 +135,8 @@ export class Admission {
   #turnStart = 0
   #metricsRendering = false
   #rejected?: Counter<'reason' | 'priority'>
+  /** The server is closing: every request that still arrives is refused (see gate). */
+  #closing = false
 
   /**
    * `clientOf`: who a request is from, for fairness (app.ts: its verified API key, else its
@@ -190,11 +192,24 @@ export class Admission {
     this.#lagTimer = undefined
   }
 
+  /** From now on every request is refused (503, Retry-After, the connection closed): the server is closing. */
+  refuseNew(): void {
+    this.#closing = true
+  }
+
   /**
-   * Before Fastify: a request on a refused connection is answered 503 here, for the price of
-   * Node's parse only. True when the request was answered.
+   * Before Fastify: a request on a refused connection, or while the server closes, is answered
+   * 503 here, for the price of Node's parse only. True when the request was answered.
    */
   gate(req: IncomingMessage, res: ServerResponse): boolean {
+    if (this.#closing) {
+      // A request on a keep-alive connection (a balancer's) while the server closes: the balancer
+      // has not seen /readyz fail yet. Told to go elsewhere, in the error shape, and the
+      // connection closed. Fastify's own answer here had no Retry-After and another shape.
+      shedRaw(res, 'this server is shutting down: another one will answer', true, requestIdFrom(req.headers['x-request-id']))
+      this.#rejected?.inc({ reason: 'closing', priority: 'none' })
+      return true
+    }
     const refusal = this.#caps.refusalOf(req.socket)
     if (refusal === undefined) return false
     shedRaw(res, `${refusal}: close idle connections and retry`, true)
@@ -422,5 +437,6 @@ export function useAdmission(app: FastifyInstance, admission: Admission): void {
   })
   app.addHook('onRequest', admission.onRequest)
   app.addHook('onListen', (done) => { admission.startLagMonitor(); done() })
+  app.addHook('preClose', (done) => { admission.refuseNew(); done() })
   app.addHook('onClose', (_instance, done) => { admission.stopLagMonitor(); done() })
 }

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import { addressMatcher } from '../lib/address-ranges.ts'
 import { addressGroup } from '../lib/client-address.ts'
 import { Admission, useAdmission } from './admission.ts'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { Service } from '../service.ts'
+import { requestIdFrom } from './error-body.ts'
 import { registerErrorHandling } from './errors.ts'
 import { useJsonParser } from './json-body.ts'
 import { requireHost, trackRouteGuards, transportOptions, type GuardOf } from './transport.ts'
@@ -24,7 +24,6 @@ import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
 
 export const BODY_LIMIT = 64 * 1024
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
 export interface AppOptions {
   /** pino options, or false for no logs (tests). */
@@ -63,12 +62,11 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     bodyLimit: BODY_LIMIT,
     trustProxy: proxyTrust(service.config.trustProxy),
     requestIdHeader: false,
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id']
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
-    },
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
-    return503OnClosing: true,
+    // Admission's gate answers requests that arrive while the server closes (503 in the error
+    // shape, with Retry-After); Fastify's own answer had neither.
+    return503OnClosing: false,
     ...transportOptions(service.config, (path, method) => guardOf(path, method)),
   })
   const guardOf: GuardOf = trackRouteGuards(app)

@@ -5,6 +5,14 @@ import type { ErrorCode, KnsError } from '../errors.ts'
 
 export interface ErrorBody { success: false; code: ErrorCode; error: string; message: string; field?: string; requestId: string }
 
+/** What an `x-request-id` header may be to be taken as the request's ID (else one is made). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
+/** The request's ID: the client's (or its proxy's) `x-request-id` when it is a fit one, else a new one. */
+export function requestIdFrom(header: string | string[] | undefined): string {
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID()
+}
+
 export function errorBody(code: ErrorCode, text: string, requestId: string, field?: string): ErrorBody {
   const body: ErrorBody = { success: false, code, error: text, message: text, requestId }
   if (field !== undefined) body.field = field
