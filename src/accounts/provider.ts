@@ -5,6 +5,8 @@ import type { Config } from '../config.ts'
 import type { ChangeWatcher } from '../db/change-signal.ts'
 import { ACCOUNTS_TOPIC } from '../db/change-topics.ts'
 import type { Database } from '../db/engine.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
+import { DatabaseUnavailableError } from '../errors.ts'
 import { needsJsonEscape } from '../lib/zklogin-limits.ts'
 import { findAccountClaims } from './account-claims.ts'
 import type { Clients } from './clients.ts'
@@ -105,8 +107,10 @@ export class LoginProvider {
     provider.maxIpsCount = 1
     pinOrigin(provider, this.issuer)
     allowDevelopmentRedirects(provider)
+    provider.use(databaseUnavailableAs503)
     provider.use(securityHeaders)
     provider.use(cachePublicDocuments)
+    provider.on('server_error', markDatabaseUnavailable)
     this.#provider = provider
     this.#handler = provider.callback()
     this.#kids = keys.map((k) => (k as { kid?: string }).kid).join(',')
@@ -224,6 +228,30 @@ function allowDevelopmentRedirects(provider: Provider): void {
     if (code === 'implicit-force-https' || code === 'implicit-forbid-localhost') return
     original.call(this, message, code)
   }
+}
+
+/**
+ * oidc-provider answers any error of its own storage as its `server_error`, a 500: during a
+ * database outage (a failover) a login step said "server error" where every other route says
+ * 503 DATABASE_UNAVAILABLE with Retry-After (found by the cluster's crash of the primary).
+ * The library reports such an error through its `server_error` event, before the answer is
+ * sent; the outermost middleware then answers as the rest of the service does.
+ */
+function markDatabaseUnavailable(ctx: KoaContextWithOIDC, err: unknown): void {
+  if (isDatabaseUnavailable(err)) ctx.state.databaseUnavailable = true
+}
+
+async function databaseUnavailableAs503(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next()
+  if (ctx.state.databaseUnavailable !== true) return
+  const error = new DatabaseUnavailableError('the database is unavailable; retry shortly')
+  // The service's error shape (src/http/error-body.ts), its request ID set by the route that handed the request over.
+  const requestId = String(ctx.res.getHeader('x-request-id') ?? '')
+  ctx.status = error.status
+  ctx.set('retry-after', '1')
+  ctx.set('cache-control', 'no-store')
+  ctx.type = 'application/json; charset=utf-8'
+  ctx.body = JSON.stringify({ success: false, code: error.code, error: error.message, message: error.message, requestId })
 }
 
 async function securityHeaders(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
