@@ -170,7 +170,8 @@ function watcherState(service: Service): { watcher?: string } {
 
 /**
  * The events subsystem: webhook deliveries by result (this process's), the age of the oldest
- * delivery still pending (all processes'), and the ledger watcher's lag, events and errors.
+ * delivery still pending (all processes'), the ledger watcher's lag, events and errors, and
+ * the waits for a decision held here.
  */
 function watchEvents(service: Service, registry: Registry): void {
   const events = service.events
@@ -218,6 +219,12 @@ function watchEvents(service: Service, registry: Registry): void {
     null, () => ({ total: watcher.counts.errors }), ['total'])
   countsOf(registry, 'kns_approvals_expired_total', 'Approvals this process marked expired (each with its approval.expired event)',
     null, () => ({ total: events.sweeper.expired }), ['total'])
+  new Gauge({
+    name: 'kns_decision_waits',
+    help: 'transaction_details?wait= requests this process holds now, each waiting for a decision (its own or another process\'s)',
+    registers: [registry],
+    collect() { this.set(service.decisionWaiters.size) },
+  })
 }
 
 /**
