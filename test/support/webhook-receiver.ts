@@ -29,7 +29,8 @@ export interface WebhookReceiver {
   close(): Promise<void>
 }
 
-export async function startWebhookReceiver(path = '/hooks/kns', port = 0): Promise<WebhookReceiver> {
+/** Listens on `host` (loopback unless told: the cluster test's nodes reach it on the bridge address). */
+export async function startWebhookReceiver(path = '/hooks/kns', port = 0, host = '127.0.0.1'): Promise<WebhookReceiver> {
   const waiters: Array<() => void> = []
   const receiver: WebhookReceiver = {
     url: '',
@@ -75,7 +76,7 @@ export async function startWebhookReceiver(path = '/hooks/kns', port = 0): Promi
       receiver.respond(delivery, res)
     })
   })
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`
+  await new Promise<void>((resolve) => server.listen(port, host, resolve))
+  receiver.url = `http://${host}:${(server.address() as AddressInfo).port}${path}`
   return receiver
 }
