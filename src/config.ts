@@ -31,6 +31,11 @@ export interface Config {
   host: string
   dataDir: string
   databaseUrl: string | undefined
+  /**
+   * DATABASE_DIRECT_URL: PostgreSQL itself, for LISTEN and the leader locks, when DATABASE_URL
+   * is a transaction pooler (PgBouncer); then the pool uses no named prepared statements.
+   */
+  databaseDirectUrl: string | undefined
   publicBaseUrl: string
   /** False when PUBLIC_BASE_URL was left unset (the default follows PORT): see resolvePublicBaseUrl. */
   publicBaseUrlSet: boolean
@@ -326,13 +331,19 @@ export function loadConfig(env: Env = process.env): Config {
   if (smsHttpMethod !== 'GET' && smsHttpMethod !== 'POST') throw new ConfigError(`SMS_HTTP_METHOD must be GET or POST, got ${JSON.stringify(env.SMS_HTTP_METHOD)}`)
   if (smsDelivery === 'smpp' && smppUrl === undefined) throw new ConfigError('SMS_DELIVERY=smpp needs SMPP_URL (smpp://system_id:password@host:2775)')
   if (smsDelivery === 'http' && smsHttpUrl === undefined) throw new ConfigError('SMS_DELIVERY=http needs SMS_HTTP_URL (e.g. Kannel\'s http://host:13013/cgi-bin/sendsms?username=..&password=..)')
+  const databaseUrl = url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:'])
+  const databaseDirectUrl = url(env, 'DATABASE_DIRECT_URL', undefined, ['postgres:', 'postgresql:'])
+  if (databaseDirectUrl !== undefined && databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_DIRECT_URL is set but DATABASE_URL is not: DATABASE_URL is the pooled connection (PgBouncer), DATABASE_DIRECT_URL the direct one beside it')
+  }
   return {
     port,
     // Loopback unless asked: a first `npm start` prints a key with every scope, and must not
     // offer it to the network. HOST=0.0.0.0 (or an address) for a deployment.
     host: env.HOST || '127.0.0.1',
     dataDir: env.DATA_DIR || './data',
-    databaseUrl: url(env, 'DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
+    databaseUrl,
+    databaseDirectUrl,
     publicBaseUrl,
     publicBaseUrlSet: env.PUBLIC_BASE_URL !== undefined && env.PUBLIC_BASE_URL !== '',
     ledger: oneOf(env, 'LEDGER', ['local', 'sui'] as const, 'local'),

@@ -3,7 +3,7 @@ import { ConfigError } from './errors.ts'
 import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
 import { MIGRATIONS } from './migrations.ts'
-import { openDatabase } from './db/open.ts'
+import { openCheckedDatabase } from './db/open.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { CertificateTrust } from './caller/shaken/certificate-trust.ts'
@@ -124,7 +124,7 @@ export interface OpenOptions {
 }
 
 export async function openService(config: Config, options: OpenOptions = {}): Promise<Service> {
-  const db = openDatabase(config, options.role ?? 'server')
+  const db = await openCheckedDatabase(config, options.role ?? 'server')
   try {
     if (options.migrate !== false) await migrate(db, MIGRATIONS)
     const resolved = await resolveServerSecret(db, config.knsSecret, { mayPin: options.pinSecret ?? (options.role ?? 'server') === 'server' })

@@ -64,7 +64,10 @@ function precompress(): void {
 
 async function main(): Promise<void> {
   if (process.argv.includes('--if-stale') && isFresh()) return
-  const { build } = await import('vite')
+  const { build } = await import('vite').catch((err: unknown) => {
+    if ((err as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' || !String(err).includes("'vite'")) throw err
+    throw new Error('the pages need building and Vite is not installed (a dev dependency): run `npm ci` with the dev dependencies, then `npm run build:web`')
+  })
   await build({ configFile: join(webDir, 'vite.config.ts') })
   precompress()
   writeFileSync(stampFile, `${sourceHash()}\n`)

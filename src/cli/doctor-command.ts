@@ -10,6 +10,9 @@ import type { Config } from '../config.ts'
 import { schemaVersion } from '../db/migrations.ts'
 import { MIGRATIONS } from '../migrations.ts'
 import { openDatabase } from '../db/open.ts'
+import { refuseTransactionPooler } from '../db/pooler-check.ts'
+import { PostgresDatabase } from '../db/postgres.ts'
+import { ConfigError } from '../errors.ts'
 import { createLedger } from '../ledger/create-ledger.ts'
 import { checkLedger, type LedgerCheck } from '../ledger/ledger.ts'
 import type { Output } from './output.ts'
@@ -70,17 +73,28 @@ export async function doctorCommand(config: Config, out: Output): Promise<number
   try {
     let migrated = false
     try {
-      await db.ping()
+      const readOnly = await db.ping() === 'read-only'
       const version = await schemaVersion(db)
       const latest = Math.max(...MIGRATIONS.map((m) => m.version))
       migrated = version > 0
-      checks.push({ name: 'database', ok: version === latest, detail: version === latest
-        ? `${db.engine}, schema version ${version}`
-        : `${db.engine}, schema version ${version} of ${latest}: run \`kns migrate\` (the server migrates at start)` })
+      checks.push({ name: 'database', ok: version === latest && !readOnly, detail: readOnly
+        ? `${db.engine}, schema version ${version}, read-only (a standby, or a primary during a failover): the server answers /readyz 503 until it reaches the primary`
+        : version === latest
+          ? `${db.engine}, schema version ${version}`
+          : `${db.engine}, schema version ${version} of ${latest}: run \`kns migrate\` (the server migrates at start)` })
     } catch (err) {
       checks.push({ name: 'database', ok: false, detail: databaseProblem(config, err) })
     }
     if (migrated) checks.push(...await pinnedChecks(db, config))
+    if (migrated && db instanceof PostgresDatabase) {
+      // What `kns serve` would refuse at start (pooler-check.ts).
+      try {
+        await refuseTransactionPooler(db)
+        checks.push({ name: 'pooler', ok: true, detail: db.pooled ? 'DATABASE_URL pooled, DATABASE_DIRECT_URL reaches PostgreSQL' : 'no transaction pooler in the way' })
+      } catch (err) {
+        checks.push({ name: 'pooler', ok: false, detail: err instanceof ConfigError ? err.message : databaseProblem(config, err) })
+      }
+    }
     const ledger = createLedger(config, db)
     try {
       const report = await checkLedger(ledger)

@@ -3,7 +3,7 @@ import '../lib/threadpool.ts'
 import { loadConfig, loadDotEnv } from '../config.ts'
 import { migrate, schemaVersion } from '../db/migrations.ts'
 import { MIGRATIONS } from '../migrations.ts'
-import { openDatabase } from '../db/open.ts'
+import { openCheckedDatabase } from '../db/open.ts'
 import { openService, type Service } from '../service.ts'
 import { parse } from './args.ts'
 import { apiKeyCommand, API_KEY_OPTIONS, API_KEY_USAGE } from './api-key-commands.ts'
@@ -148,7 +148,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`kns: ${databaseExists(config) ? 'using' : command === 'doctor' ? 'no database yet:' : 'creating a new database:'} ${describeDatabase(config)}\n`)
     }
     if (command === 'migrate') {
-      const db = openDatabase(config, 'tool')
+      const db = await openCheckedDatabase(config, 'tool')
       try {
         const applied = await migrate(db, MIGRATIONS)
         const version = await schemaVersion(db)

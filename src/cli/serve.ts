@@ -82,14 +82,13 @@ function closeGracefully(app: FastifyInstance, service: Service, sip: SipServer 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
 /**
- * `kns serve` builds the pages when their sources changed since the last build, as `npm start`
- * does (a child process: the build needs Vite, a dev dependency, which a deployment that ships
+ * `kns serve` (and so `npm start`) builds the pages when their sources changed since the last
+ * build (a child process: the build needs Vite, a dev dependency, which a deployment that ships
  * dist/web does not have). When it cannot, it says what to run; the API serves either way and
- * the pages answer 503 until they are built.
+ * the pages answer 503 until they are built. Here rather than in an npm prestart script, so
+ * that `npm ci --omit=dev && npm start` serves instead of failing on the missing Vite.
  */
 export function buildPagesIfStale(): void {
-  // Under `npm start` its prestart script has just done this.
-  if (process.env.npm_lifecycle_event === 'start') return
   const script = join(ROOT, 'web', 'build.ts')
   if (!existsSync(script)) return // a deployment with dist/web only
   const result = spawnSync(process.execPath, [script, '--if-stale'], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 300_000 })

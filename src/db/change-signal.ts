@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events'
-import pg from 'pg'
+import type pg from 'pg'
 import type { Database, Executor } from './engine.ts'
 import { PostgresDatabase } from './postgres.ts'
+import { assertWritable, checkEvery, openSession } from './postgres-session.ts'
 
 /**
  * Cross-process change signal for caches. A writer calls signalChange(tx, topic, subject)
@@ -62,6 +63,7 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
   #versions = new Map<string, number>()
   #timer: NodeJS.Timeout | undefined
   #client: pg.Client | undefined
+  #checks: { stop(): void } | undefined
   #closed = false
 
   constructor(db: Database, topics: string[]) {
@@ -110,9 +112,16 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
     setTimeout(() => { if (!this.#closed) this.#listen(db).catch(() => this.#relisten(db)) }, 1000).unref()
   }
 
+  /**
+   * LISTEN on a session of its own, on the primary (postgres-session.ts): DATABASE_DIRECT_URL
+   * when the pool goes through a transaction pooler, which would hand the LISTEN's server
+   * connection to other clients. The session is checked every couple of seconds: one cut off
+   * without a word, or left on a demoted primary by a failover, hears no NOTIFY and would never
+   * say so; it is given up and made again (through the address, on the new primary).
+   */
   async #listen(db: PostgresDatabase): Promise<void> {
     // The pool's connect timeout: a server that accepts and never answers must not hold the retries up.
-    const client = new pg.Client({ connectionString: db.connectionString, application_name: 'kns-listen', connectionTimeoutMillis: db.timeouts.connectMs })
+    const client = await openSession({ connectionString: db.sessionConnectionString, applicationName: 'kns-listen', connectTimeoutMs: db.timeouts.connectMs })
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || message.payload === undefined) return
       const split = message.payload.indexOf('\n')
@@ -120,18 +129,21 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
       if (this.#topics.has(topic)) this.emit('change', topic, message.payload.slice(split + 1))
     })
     let listening = false
-    client.on('error', () => {
-      // Before LISTEN succeeded, the failure rejects connect() or query() below instead.
-      if (!listening) return
+    let checks: { stop(): void } | undefined
+    const lost = () => {
+      // Before LISTEN succeeded, the failure rejects the query below instead; after close(), it is ours.
+      if (!listening || this.#closed) return
       listening = false
+      checks?.stop()
       // Notifications may have been missed while the connection was failing.
       this.#client = undefined
       this.#flushAll()
       client.end().catch(() => {})
       this.#relisten(db)
-    })
+    }
+    client.on('error', lost)
+    client.on('end', lost)
     try {
-      await client.connect()
       await client.query(`LISTEN ${CHANNEL}`)
     } catch (err) {
       client.end().catch(() => {})
@@ -143,6 +155,8 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
     }
     listening = true
     this.#client = client
+    checks = checkEvery(() => assertWritable(client), lost)
+    this.#checks = checks
   }
 
   async #readVersions(): Promise<Map<string, number>> {
@@ -174,6 +188,7 @@ export class ChangeWatcher extends EventEmitter<{ change: [topic: string, subjec
     this.#closed = true
     clearInterval(this.#timer)
     sqliteSignals.off('signal', this.#pollSoon)
+    this.#checks?.stop()
     await this.#client?.end().catch(() => {})
   }
 }

@@ -6,6 +6,9 @@
  */
 export type Row = Record<string, unknown>
 
+/** What ping() found: a database that takes writes, or one that answers reads only. */
+export type DatabaseState = 'writable' | 'read-only'
+
 export interface Executor {
   readonly engine: 'sqlite' | 'postgres'
   /** All rows. */
@@ -37,8 +40,11 @@ export interface Database extends Executor {
    * disk (WAL with `synchronous = NORMAL`; only checkpoints do). See APPROVAL_COMMIT.
    */
   readonly asyncCommit: Database
-  /** Cheap liveness probe for /readyz. */
-  ping(): Promise<void>
+  /**
+   * Cheap probe for /readyz: rejects when the database does not answer; `read-only` when it
+   * answers but takes no writes (PostgreSQL: a standby, or a demoted primary during a failover).
+   */
+  ping(): Promise<DatabaseState>
   close(): Promise<void>
 }
 

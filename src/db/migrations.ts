@@ -7,6 +7,14 @@ export interface Migration {
   up: string[]
   /** Statements for one engine only (physical layout), run after `up`. */
   only?: { sqlite?: string[]; postgres?: string[] }
+  /**
+   * Set only on a migration that removes or changes what a running older release may still
+   * use (a DROP, a RENAME, a column's type, a new NOT NULL without a default): why it is safe,
+   * naming the release since which no code reads or writes it. Every other migration only adds,
+   * so the previous release runs on the new schema during a rolling deploy (docs/operations.md,
+   * Upgrades; test/db/migration-promise.test.ts holds migrations to it).
+   */
+  contract?: string
 }
 
 /**
@@ -157,8 +165,36 @@ export const FOUNDATION_MIGRATIONS: Migration[] = [
 
 const LOCK_ID = 0x6b6e73 // "kns": one migrator at a time across processes on PostgreSQL
 
+/**
+ * How long a migration's statement may wait for a table lock on PostgreSQL, and how often it is
+ * tried again. An ALTER TABLE waits for every transaction using the table (a pg_dump, a long
+ * report), and while it waits every new query on that table queues behind it: the serving
+ * nodes of a rolling deploy would stall for as long as the backup runs. Bounded, the
+ * migration gives way (its transaction rolls back, the service goes on) and tries again.
+ */
+export interface MigrationLockPolicy {
+  lockTimeoutMs: number
+  attempts: number
+  /** Pause before the second attempt; doubled after each, at most 10 s. */
+  retryDelayMs: number
+}
+
+export const DEFAULT_MIGRATION_LOCK_POLICY: MigrationLockPolicy = { lockTimeoutMs: 2000, attempts: 8, retryDelayMs: 1000 }
+
+/** A migration that could not take its table locks in `attempts` tries: something holds them. */
+export class MigrationLockTimeoutError extends Error {
+  readonly code = 'MIGRATION_LOCK_TIMEOUT'
+  constructor(migration: Migration, policy: MigrationLockPolicy) {
+    super(`migration ${migration.version} (${migration.name}) could not lock its tables within ${policy.lockTimeoutMs} ms, ` +
+      `${policy.attempts} times: a long transaction holds them (a pg_dump, a report: see pg_stat_activity). ` +
+      'Nothing was changed; run kns migrate again once it has ended')
+  }
+}
+
+const LOCK_NOT_AVAILABLE = '55P03'
+
 /** Applies every pending migration of `migrations` (in order), each in its own transaction. Returns the versions applied. */
-export async function migrate(db: Database, migrations: readonly Migration[]): Promise<number[]> {
+export async function migrate(db: Database, migrations: readonly Migration[], policy: MigrationLockPolicy = DEFAULT_MIGRATION_LOCK_POLICY): Promise<number[]> {
   // Under the lock too: concurrent CREATE TABLE IF NOT EXISTS on PostgreSQL can fail with a
   // unique violation in pg_type when two processes start on an empty database at once.
   await db.transaction(async (tx) => {
@@ -171,18 +207,39 @@ export async function migrate(db: Database, migrations: readonly Migration[]): P
   })
   const applied: number[] = []
   for (const migration of migrations) {
-    const done = await db.transaction(async (tx) => {
-      if (db.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1)', [LOCK_ID])
-      const row = await tx.get('SELECT version FROM schema_migrations WHERE version = $1', [migration.version])
-      if (row !== undefined) return false
-      for (const statement of [...migration.up, ...(migration.only?.[db.engine] ?? [])]) await tx.run(statement)
-      await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
-        [migration.version, migration.name, Date.now()])
-      return true
-    })
-    if (done) applied.push(migration.version)
+    if (await applyWithRetries(db, migration, policy)) applied.push(migration.version)
   }
   return applied
+}
+
+async function applyWithRetries(db: Database, migration: Migration, policy: MigrationLockPolicy): Promise<boolean> {
+  let delay = policy.retryDelayMs
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await apply(db, migration, policy)
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err
+      if (attempt >= policy.attempts) throw new MigrationLockTimeoutError(migration, policy)
+      await new Promise((resolve) => setTimeout(resolve, delay))
+      delay = Math.min(delay * 2, 10_000)
+    }
+  }
+}
+
+async function apply(db: Database, migration: Migration, policy: MigrationLockPolicy): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    if (db.engine === 'postgres') {
+      await tx.run('SELECT pg_advisory_xact_lock($1)', [LOCK_ID])
+      // After the advisory lock: waiting for another migrator is not waiting on the service.
+      await tx.run(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(policy.lockTimeoutMs))}`)
+    }
+    const row = await tx.get('SELECT version FROM schema_migrations WHERE version = $1', [migration.version])
+    if (row !== undefined) return false
+    for (const statement of [...migration.up, ...(migration.only?.[db.engine] ?? [])]) await tx.run(statement)
+    await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
+      [migration.version, migration.name, Date.now()])
+    return true
+  })
 }
 
 export async function schemaVersion(db: Database): Promise<number> {

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite'
-import type { Database, Executor, Row } from './engine.ts'
+import type { Database, DatabaseState, Executor, Row } from './engine.ts'
 
 const PLACEHOLDER = /\$(\d+)/g
 
@@ -121,8 +121,9 @@ export class SqliteDatabase implements Database {
     return this
   }
 
-  async ping(): Promise<void> {
+  async ping(): Promise<DatabaseState> {
     await this.get('SELECT 1 AS ok')
+    return 'writable'
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { findApproval, statusAt } from '../approvals/approval.ts'
 import { VERIFY_TRANSACTION, type VerifyTransactionContext } from '../approvals/verify-transaction.ts'
 import type { Database } from '../db/engine.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import type { LeaderLock } from '../db/leader-lock.ts'
 import { LedgerUnavailableError } from '../errors.ts'
 import { runChecks } from '../lib/checks.ts'
@@ -99,6 +100,10 @@ export class LedgerWatcher {
         this.lastError = ledger ? err.message : 'the database failed (see the log)'
         this.#enter(ledger ? 'unreachable' : 'failing', err)
         pause = Math.min(this.#options.intervalMs * 2 ** Math.min(failures, 16), this.#options.maxBackoffMs)
+        // The backoff spares a ledger in trouble. An unreachable or read-only database (a
+        // failover) is asked again as often as a standby asks for the lock: backing off there
+        // delayed the first watch after a failover by up to maxBackoffMs (30 s).
+        if (isDatabaseUnavailable(err)) pause = Math.min(pause, this.#options.standbyRetryMs)
       }
       if (pause > 0) await this.#pause(pause)
     }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { DatabaseState } from '../db/engine.ts'
 import { OverloadedError } from '../errors.ts'
 import { clusterMetrics, ClusterMetricsUnavailable } from '../lib/cluster-metrics.ts'
 import { RedisRateLimiter } from '../lib/rate-limiter.ts'
@@ -8,7 +9,7 @@ import { oldestPendingAgeMs } from '../events/webhooks/deliveries.ts'
 import { listSubscriptions } from '../events/webhooks/subscriptions.ts'
 import type { Service } from '../service.ts'
 
-/** /healthz (process alive), /readyz (database reachable) and Prometheus /metrics. */
+/** /healthz (process alive), /readyz (database reachable and writable) and Prometheus /metrics. */
 export function registerObservability(app: FastifyInstance, service: Service, sources: Array<{ register(registry: Registry): void }> = []): void {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'kns_' })
@@ -36,19 +37,23 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   app.get('/healthz', { schema: { ...hidden, response: { 200: Type.Object({ status: Type.String() }) } } },
     async () => ({ status: 'ok' }))
 
-  // Ready means the database answers. A remote ledger that does not answer leaves the service
-  // ready (registration, statistics, transaction_details and the pages still work) but is
-  // reported, so an operator sees it on the same probe.
+  // Ready means the database answers and takes writes. A remote ledger that does not answer
+  // leaves the service ready (registration, statistics, transaction_details and the pages still
+  // work) but is reported, so an operator sees it on the same probe.
   const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()) })
   app.get('/readyz', { schema: { ...hidden, response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
       const ledger = { ...ledgerState(service), ...watcherState(service) }
+      let state: DatabaseState
       try {
-        await service.db.ping()
-        return { status: 'ready', ...ledger }
+        state = await service.db.ping()
       } catch {
         return reply.status(503).send({ status: 'database unreachable', ...ledger })
       }
+      // A standby (the address moved during a failover, or not yet): writes would fail, so the
+      // balancer must send this node nothing until it reaches the primary again.
+      if (state === 'read-only') return reply.status(503).send({ status: 'database read-only', ...ledger })
+      return { status: 'ready', ...ledger }
     })
 
   // Under `kns serve --workers`, the machine's series (every worker's, added up), whichever

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, test } from 'node:test'
-import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
+import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import { killAll, oneJson, runKns } from '../support/process.ts'
 
@@ -30,7 +30,8 @@ test('LEDGER=local: the database is checked, the embedded ledger needs nothing',
   assert.equal(result.code, 0, result.stderr)
   const body = oneJson(result) as { ok: boolean; checks: Check[] }
   assert.equal(body.ok, true)
-  assert.deepEqual(body.checks.map((c) => c.name), ['database', 'server secret', 'zkLogin identity', 'public URL', 'ledger'])
+  // PostgreSQL: and no transaction pooler in the way (src/db/pooler-check.ts).
+  assert.deepEqual(body.checks.map((c) => c.name), ['database', 'server secret', 'zkLogin identity', 'public URL', ...(ENGINE === 'postgres' ? ['pooler'] : []), 'ledger'])
 })
 
 test('what the first start pinned is checked against this configuration: where the server would refuse, doctor fails too', async () => {

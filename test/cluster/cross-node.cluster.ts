@@ -111,7 +111,7 @@ test('SIP: an INVITE retransmitted to another node gets the same answer (verific
   const { phoneNumber: caller } = await mintToken(cluster, new Ed25519Keypair())
   const keyFile = join(cluster.network.runDir, 'caller.pub.pem')
   writeFileSync(keyFile, signer.publicPem)
-  if (cluster.app.user !== undefined) chownTree(keyFile, cluster.app.user)
+  chownTree(keyFile, cluster.app.user)
   const keystore = await cluster.kns(['keystore', 'create', '--name', 'Caller Carrier', '--creator', new Ed25519Keypair().toSuiAddress(), '--public-key', keyFile, '--json'])
   assert.equal(keystore.code, 0, keystore.stderr)
   const { objectId: keystoreId, keyId } = JSON.parse(keystore.stdout) as { objectId: string; keyId: string }

@@ -140,6 +140,8 @@ const INVALID: [name: string, value: string][] = [
   ['SUI_NETWORK', 'devnet'],
   ['PUBLIC_BASE_URL', 'not a url'], ['PUBLIC_BASE_URL', 'ftp://kns.example.com'],
   ['DATABASE_URL', 'mysql://db/kns'], ['DATABASE_URL', 'postgres//missing-colon'],
+  // A direct URL beside the pooled one: not another scheme, and not alone.
+  ['DATABASE_DIRECT_URL', 'mysql://db/kns'], ['DATABASE_DIRECT_URL', 'postgres://db:5432/kns'],
   ['REDIS_URL', 'http://cache:6379'],
   ['SUI_GRAPHQL_URL', 'graphql.testnet.sui.io'],
   ['KNS_PACKAGE_ID', '0x1234'], ['SUI_ID_MAP_TABLE_ID', `0x${'g'.repeat(64)}`],
@@ -167,6 +169,12 @@ for (const [name, value] of INVALID) {
     })
   })
 }
+
+test('DATABASE_DIRECT_URL beside DATABASE_URL (PgBouncer): both kept; unset by default', () => {
+  const config = loadConfig({ DATABASE_URL: 'postgres://kns@pgbouncer:6432/kns', DATABASE_DIRECT_URL: 'postgres://kns@haproxy:5000/kns' })
+  assert.deepEqual([config.databaseUrl, config.databaseDirectUrl], ['postgres://kns@pgbouncer:6432/kns', 'postgres://kns@haproxy:5000/kns'])
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://kns@db/kns' }).databaseDirectUrl, undefined)
+})
 
 test('a database created with one ZKLOGIN_ISSUER / ZKLOGIN_CLIENT_ID refuses to open with another', async () => {
   const e = await fresh({ ZKLOGIN_ISSUER: 'https://issuer-one.example/oidc', ZKLOGIN_CLIENT_ID: 'client-one' })

@@ -240,3 +240,32 @@ describe('several processes on one PostgreSQL database', { skip: ENGINE !== 'pos
     }
   })
 })
+
+describe('the database unavailable while the watcher asks for its lock (a PostgreSQL failover)', () => {
+  test('asked again at the standby pace, not backed off as for the ledger: watching soon after the database is back', async () => {
+    const h = await startHarness()
+    try {
+      let refusals = 5
+      const lock = {
+        held: true,
+        async acquire() {
+          if (refusals-- > 0) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.5:5432'), { code: 'ECONNREFUSED' })
+          return true
+        },
+        async close() {},
+      } as unknown as LeaderLock
+      const watcher = new LedgerWatcher(h.service.db, h.service.ledger, lock, { intervalMs: 200, standbyRetryMs: 100 })
+      watcher.start()
+      try {
+        const tookMs = await until(() => watcher.state === 'watching', 30_000)
+        assert.equal(watcher.counts.errors, 5)
+        // Backed off from 200 ms, the five refusals would have cost 0.4 + 0.8 + 1.6 + 3.2 + 6.4 = 12.4 s; at the standby pace 0.5 s.
+        assert.ok(tookMs < 5000, `watching ${tookMs} ms after the first refusal`)
+      } finally {
+        await watcher.stop()
+      }
+    } finally {
+      await h.close()
+    }
+  })
+})

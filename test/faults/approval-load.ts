@@ -17,6 +17,8 @@ export interface Attempt {
   code?: string
   /** The error body's shape, checked by the tests: `success`, `error`, `message`, `requestId`. */
   body?: Record<string, unknown>
+  /** The error answer's Retry-After header, if any. */
+  retryAfter?: string | null
 }
 
 export interface Acknowledged {
@@ -105,7 +107,7 @@ export class ApprovalLoad {
       })
       const parsed = (await res.json()) as Record<string, unknown>
       const attempt: Attempt = { kind, at, ms: performance.now() - at, status: res.status }
-      if (res.status !== 200) Object.assign(attempt, { code: String(parsed.code), body: parsed })
+      if (res.status !== 200) Object.assign(attempt, { code: String(parsed.code), body: parsed, retryAfter: res.headers.get('retry-after') })
       this.attempts.push(attempt)
       return { status: res.status, body: parsed }
     } catch (err) {

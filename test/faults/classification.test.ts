@@ -25,6 +25,7 @@ test('unavailable: refused, reset and timed-out connections, shutdown and overlo
     withCode('read ECONNRESET', 'ECONNRESET'),
     withCode('terminating connection due to administrator command', '57P01'),
     withCode('the database system is shutting down', '57P03'),
+    withCode('terminating connection because of crash of another server process', '57P02'),
     withCode('sorry, too many clients already', '53300'),
     withCode('could not receive data from client', '08006'),
     withCode('cannot execute INSERT in a read-only transaction', '25006'),

@@ -11,11 +11,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test, type TestContext } from 'node:test'
 import pg from 'pg'
-import { PostgresDatabase } from '../../src/db/postgres.ts'
-import { createApiKey } from '../../src/keys/api-keys.ts'
 import { ENGINE } from '../helpers.ts'
 import { killAll, postJson, sleep, startServer, type RunningServer } from '../support/process.ts'
-import { ApprovalLoad, missingApprovals, summarize, type Attempt } from './approval-load.ts'
+import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
+import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness, prepareApprovals } from './fault-checks.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
 const skip = ENGINE !== 'postgres' ? 'runs in the PostgreSQL pass (DATABASE_URL set); it makes a cluster of its own' : unavailableReason() ?? false
@@ -34,14 +33,7 @@ before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'kns-fault-'))
   env = { DATA_DIR: dataDir, DATABASE_URL: cluster.url, LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com' }
   server = await startServer(env) // migrates the new database
-  const db = new PostgresDatabase(cluster.url)
-  try {
-    key = (await createApiKey(db, { vendor: 'Outage Test', scopes: ['approvals'], rate: 100_000 })).key
-  } finally {
-    await db.close()
-  }
-  const registered = await postJson(`${server.url}/numsys/register-user-login`, { email: 'outage@example.com', phoneNumber })
-  assert.equal(registered.status, 200, JSON.stringify(registered.body))
+  key = await prepareApprovals(server.url, cluster.url, phoneNumber, 'Outage Test')
 })
 
 after(async () => {
@@ -49,50 +41,6 @@ after(async () => {
   await cluster?.drop()
   if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })
 })
-
-interface Probe { at: number; ms: number; status: number; body: string }
-
-/** GET /readyz every 100 ms until stopped. */
-function pollReadiness(url: string): { probes: Probe[]; stop(): Promise<void> } {
-  const probes: Probe[] = []
-  let running = true
-  const loop = (async () => {
-    while (running) {
-      const at = performance.now()
-      try {
-        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(10_000) })
-        probes.push({ at, ms: performance.now() - at, status: res.status, body: await res.text() })
-      } catch (err) {
-        probes.push({ at, ms: performance.now() - at, status: 0, body: String(err) })
-      }
-      await sleep(100)
-    }
-  })()
-  return { probes, async stop() { running = false; await loop } }
-}
-
-/** The first approval answered 200 that was sent after `since` (ms after `since`), waiting up to 15 s. */
-async function firstSuccessAfter(load: ApprovalLoad, since: number): Promise<number> {
-  const deadline = since + 15_000
-  for (;;) {
-    const ok = load.attempts.find((a) => a.kind === 'approval' && a.status === 200 && a.at >= since)
-    if (ok !== undefined) return ok.at + ok.ms - since
-    if (performance.now() > deadline) throw new Error(`no approval succeeded within 15 s: ${summarize(load.attempts.filter((a) => a.at >= since))}`)
-    await sleep(20)
-  }
-}
-
-/** Every failure is a 503 DATABASE_UNAVAILABLE in the usual error shape; nothing else, no hang. */
-function assertOnlyUnavailable(attempts: readonly Attempt[]): void {
-  const other = attempts.filter((a) => a.status !== 200 && !(a.status === 503 && a.code === 'DATABASE_UNAVAILABLE'))
-  assert.deepEqual(other.slice(0, 5), [], `answers other than 200 and 503 DATABASE_UNAVAILABLE: ${summarize(other)}`)
-  for (const a of attempts.filter((a) => a.status === 503)) {
-    assert.equal(a.body?.success, false)
-    assert.equal(typeof a.body?.error, 'string')
-    assert.equal(a.body?.message, a.body?.error)
-    assert.equal(typeof a.body?.requestId, 'string')
-  }
-}
 
 async function assertNothingLost(t: TestContext, url: string, load: ApprovalLoad): Promise<void> {
   const missing = await missingApprovals(url, load.acknowledged)
@@ -118,14 +66,6 @@ async function connectionsOf(applicationName: string): Promise<number> {
   }
 }
 
-async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs
-  while (performance.now() < deadline) {
-    if (await check().catch(() => false)) return true
-    await sleep(100)
-  }
-  return false
-}
 
 test('stopped (fast) and started under load: 503 while down, no hang, back by itself, nothing acknowledged lost', { skip }, async (t) => {
   const load = new ApprovalLoad({ url: server.url, key, phoneNumber, workers: 12, registrationEvery: 5 })

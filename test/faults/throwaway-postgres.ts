@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { freePort, processAlive } from '../support/process.ts'
@@ -24,6 +24,10 @@ export interface ThrowawayCluster {
   /** `pg_ctlcluster stop -m fast`: every session is terminated, the log flushed, then the server exits. */
   stop(): Promise<void>
   start(): Promise<void>
+  /** A standby (createThrowawayCluster({ standbyOf })) becomes a primary: `pg_ctlcluster promote`. */
+  promote(): Promise<void>
+  /** Listens on `address` too (besides 127.0.0.1), trusting clients in `cidr`; restarts the server. */
+  listenOn(address: string, cidr: string): Promise<void>
   /** SIGSTOP to the postmaster and every backend: connections stay open, nothing answers. */
   freeze(): void
   thaw(): void
@@ -56,7 +60,11 @@ function serverVersion(): string | undefined {
 /** Named after the creating process, so that a later run can tell an orphan from a cluster in use. */
 const NAME = /^kns_fault_(\d+)_[0-9a-f]+$/
 
-export async function createThrowawayCluster(): Promise<ThrowawayCluster> {
+/**
+ * A new cluster; with `standbyOf`, a streaming standby of that one (pg_basebackup -R of it:
+ * read-only, pg_is_in_recovery() true, until promoted), as a failover target.
+ */
+export async function createThrowawayCluster(options: { standbyOf?: ThrowawayCluster } = {}): Promise<ThrowawayCluster> {
   const version = serverVersion()!
   await dropOrphans(version)
   const name = `kns_fault_${process.pid}_${randomBytes(4).toString('hex')}`
@@ -70,6 +78,12 @@ export async function createThrowawayCluster(): Promise<ThrowawayCluster> {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     async stop() { await ctl('stop', '-m', 'fast') },
     async start() { await ctl('start') },
+    async promote() { await ctl('promote') },
+    async listenOn(address, cidr) {
+      await run('pg_conftool', [version, name, 'set', 'listen_addresses', `127.0.0.1,${address}`])
+      appendFileSync(`/etc/postgresql/${version}/${name}/pg_hba.conf`, `host all all ${cidr} trust\n`)
+      await ctl('restart')
+    },
     freeze() {
       frozen = clusterPids(dataDir)
       for (const pid of frozen) process.kill(pid, 'SIGSTOP')
@@ -101,6 +115,13 @@ export async function createThrowawayCluster(): Promise<ThrowawayCluster> {
     // in the operating system's cache either way; only a crash of the machine needs fsync.
     await run('pg_createcluster', [version, name, '-p', String(port), '-o', 'max_connections=40', '-o', 'shared_buffers=16MB',
       '-o', 'fsync=off', '--', '--auth=trust', '--no-sync'], { timeout: 60_000 })
+    if (options.standbyOf !== undefined) {
+      // Its own configuration (port, paths) stays; its data becomes a copy of the primary's,
+      // with standby.signal and primary_conninfo (-R). Trust covers replication on 127.0.0.1.
+      await run('find', [dataDir, '-mindepth', '1', '-delete'])
+      await run('runuser', ['-u', 'postgres', '--', 'pg_basebackup', '-h', '127.0.0.1', '-p', String(options.standbyOf.port), '-U', 'postgres',
+        '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast'], { timeout: 60_000 })
+    }
     await cluster.start()
     return cluster
   } catch (err) {

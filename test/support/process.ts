@@ -36,6 +36,20 @@ export interface RunResult {
 }
 
 const live = new Set<ChildProcess>()
+/** Children started in a process group of their own (`npm start` and its node): signalled as a group. */
+const groups = new WeakSet<ChildProcess>()
+
+function signal(child: ChildProcess, name: NodeJS.Signals): void {
+  if (!groups.has(child) || child.pid === undefined) {
+    child.kill(name)
+    return
+  }
+  try {
+    process.kill(-child.pid, name)
+  } catch {
+    // the group is gone already
+  }
+}
 
 /**
  * Runs `kns <args>` to completion. The working directory is the env's DATA_DIR (a temp
@@ -118,15 +132,25 @@ export function processAlive(pid: number): boolean {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** Starts `kns serve` on a free port and waits until GET /healthz answers 200. */
-export async function startServer(env: Record<string, string>, options: { timeoutMs?: number; args?: string[] } = {}): Promise<RunningServer> {
+/** What starts the server instead of `node bin/kns.js serve`: e.g. `npm start`, or another layout's bin/kns.js. */
+export interface ServerCommand { file: string; args: string[]; cwd?: string }
+
+/**
+ * Starts `kns serve` (or `options.command`, in a process group of its own so that a stop
+ * reaches the server behind a launcher such as npm) on a free port and waits until GET
+ * /healthz answers 200.
+ */
+export async function startServer(env: Record<string, string>, options: { timeoutMs?: number; args?: string[]; command?: ServerCommand } = {}): Promise<RunningServer> {
   const port = await freePort()
-  const child = spawn(NODE, [KNS, 'serve', ...(options.args ?? [])], {
-    cwd: env.DATA_DIR ?? ROOT,
+  const { file, args, cwd } = options.command ?? { file: NODE, args: [KNS, 'serve', ...(options.args ?? [])] }
+  const child = spawn(file, args, {
+    cwd: cwd ?? env.DATA_DIR ?? ROOT,
     env: childEnv({ HOST: '127.0.0.1', ...env, PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.command !== undefined,
   })
   live.add(child)
+  if (options.command !== undefined) groups.add(child)
   let stdout = ''
   let stderr = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
@@ -143,12 +167,14 @@ export async function startServer(env: Record<string, string>, options: { timeou
     stdout: () => stdout,
     stderr: () => stderr,
     async stop(timeoutMs = 15_000) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+      if (child.exitCode === null && child.signalCode === null) signal(child, 'SIGTERM')
+      const timer = setTimeout(() => signal(child, 'SIGKILL'), timeoutMs)
       try {
         return await exited
       } finally {
         clearTimeout(timer)
+        // A launcher may exit before what it launched: nothing of the group outlives the stop.
+        if (groups.has(child)) signal(child, 'SIGKILL')
       }
     },
   }
@@ -156,7 +182,10 @@ export async function startServer(env: Record<string, string>, options: { timeou
   void exited.then(() => { done = true })
   const deadline = Date.now() + (options.timeoutMs ?? 30_000)
   while (Date.now() < deadline) {
-    if (done) throw new Error(`kns serve exited before it was ready (code ${child.exitCode})\nstdout: ${stdout}\nstderr: ${stderr}`)
+    if (done) {
+      if (groups.has(child)) signal(child, 'SIGKILL')
+      throw new Error(`${file} ${args.join(' ')} exited before it was ready (code ${child.exitCode})\nstdout: ${stdout}\nstderr: ${stderr}`)
+    }
     try {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) })
       if (res.status === 200) return server
@@ -165,17 +194,20 @@ export async function startServer(env: Record<string, string>, options: { timeou
     }
     await sleep(50)
   }
-  child.kill('SIGKILL')
-  throw new Error(`kns serve did not answer /healthz in time\nstdout: ${stdout}\nstderr: ${stderr}`)
+  signal(child, 'SIGKILL')
+  throw new Error(`${file} ${args.join(' ')} did not answer /healthz in time\nstdout: ${stdout}\nstderr: ${stderr}`)
 }
 
 /** For `after` hooks: kills every child this module started that is still running. */
 export async function killAll(): Promise<void> {
   const waits: Promise<unknown>[] = []
   for (const child of live) {
-    if (child.exitCode !== null || child.signalCode !== null) continue
+    if (child.exitCode !== null || child.signalCode !== null) {
+      if (groups.has(child)) signal(child, 'SIGKILL')
+      continue
+    }
     waits.push(new Promise((resolve) => { child.once('exit', resolve); setTimeout(resolve, 2000) }))
-    child.kill('SIGKILL')
+    signal(child, 'SIGKILL')
   }
   live.clear()
   await Promise.all(waits)

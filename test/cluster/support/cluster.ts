@@ -49,7 +49,7 @@ export interface PreparedCluster {
   haproxy: Haproxy
   redis: Redis
   secrets: ClusterSecrets
-  /** How the nodes run `kns` (the user files they read must belong to: `app.user`, when set). */
+  /** How the nodes run `kns` (the user files they read must belong to: `app.user`). */
   app: App
   /** The kns role's URL to its database, through HAProxy (what the nodes use). */
   databaseUrl: string
@@ -89,7 +89,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       throw new Error(`deploy/kamailio/dispatcher.list names ${listed.join(', ')}, the cluster's nodes are ${sipAddresses.join(', ')}`)
     }
 
-    const app = layOutApp(network.runDir)
+    const app = layOutApp(network)
     // Independent of the database: started first, ready by the time it is.
     const haproxy = startHaproxy(host('lb'), {
       knsNodes: nodeHosts.map((h) => `${h.address}:${KNS_HTTP_PORT}`),

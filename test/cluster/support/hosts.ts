@@ -151,6 +151,7 @@ export class Network {
   readonly bridge = `${PREFIX}br`
   readonly hosts = new Map<string, Host>()
   readonly processes = new Set<HostProcess>()
+  readonly #cleanups: (() => void)[] = []
   #cleaned = false
 
   private constructor(runDir: string) {
@@ -225,6 +226,11 @@ export class Network {
     if (left.length > 0) throw new Error(`the cluster run left ${left.join(', ')}`)
   }
 
+  /** Something of the run outside its namespaces and directory, undone by cleanup() (synchronously). */
+  onCleanup(undo: () => void): void {
+    this.#cleanups.push(undo)
+  }
+
   /**
    * Kills every process in the run's namespaces (whoever started it), deletes the namespaces,
    * the veths, the bridge and the run's directory. Synchronous, so a signal handler can call
@@ -239,6 +245,7 @@ export class Network {
     for (const host of this.hosts.values()) spawnSync('ip', ['link', 'del', host.bridgePort], { stdio: 'ignore' })
     spawnSync('ip', ['link', 'del', this.bridge], { stdio: 'ignore' })
     rmSync(this.runDir, { recursive: true, force: true })
+    for (const undo of this.#cleanups.splice(0)) undo()
   }
 }
 

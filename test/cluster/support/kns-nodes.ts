@@ -3,10 +3,10 @@
  * comes from is `layOutApp()` alone.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { KNS, NODE, ROOT } from '../../support/process.ts'
-import { baseEnv, chownTree, type CommandResult, type Host, type HostProcess, type SpawnOptions } from './hosts.ts'
+import { NODE, ROOT } from '../../support/process.ts'
+import { baseEnv, chownTree, type CommandResult, type Host, type HostProcess, type Network, type SpawnOptions } from './hosts.ts'
 import { httpGet, waitFor } from './wait.ts'
 
 export const KNS_HTTP_PORT = 8080
@@ -16,29 +16,41 @@ export const KNS_SIP_PORT = 5060
 export interface App {
   node: string
   script: string
-  /** undefined: as root (until deploy/install.sh creates the kns user). */
-  user: string | undefined
+  /** The system user the nodes and their CLI run as (deploy/install.sh user). */
+  user: string
   /** NODE_COMPILE_CACHE of every node: the type-stripped modules compiled once, each start faster. */
   compileCache: string
 }
 
+const INSTALL = join(ROOT, 'deploy', 'install.sh')
+const APP_USER = 'kns'
+
 /**
- * The app the nodes run. For now the repository itself, on the test runner's Node 24 (the
- * pages built once here, not by three nodes at once). When deploy/install.sh lands, this is
- * `install.sh build <runDir>/app` and `install.sh user`, and the nodes run
- * `<runDir>/app/bin/kns.js` as kns: the layout the image runs. Everything else already
- * follows `user` (data directories, the code cache).
+ * The app the nodes run, laid out as the image is (deploy/docker/Dockerfile): `install.sh
+ * build <runDir>/app` (the pages built, production dependencies only) and `install.sh user`;
+ * the nodes run `<runDir>/app/bin/kns.js` as kns. Node 24 is the test runner's (the image's
+ * base brings its own). A kns user this run had to create is removed with the run.
  */
-export function layOutApp(runDir: string): App {
-  const build = spawnSync(NODE, [join(ROOT, 'web', 'build.ts'), '--if-stale'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 })
-  if (build.status !== 0) throw new Error(`the web pages could not be built: ${build.stderr}`)
-  return withCompileCache(runDir, { node: NODE, script: KNS, user: undefined })
+export function layOutApp(network: Network): App {
+  const out = join(network.runDir, 'app')
+  const built = spawnSync('bash', [INSTALL, 'build', out], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 })
+  if (built.status !== 0) throw new Error(`deploy/install.sh build failed: ${built.stderr}${built.stdout}`)
+  if (spawnSync('getent', ['passwd', APP_USER]).status !== 0) {
+    const made = spawnSync('bash', [INSTALL, 'user'], { encoding: 'utf8', timeout: 60_000 })
+    if (made.status !== 0) throw new Error(`deploy/install.sh user failed: ${made.stderr}${made.stdout}`)
+    network.onCleanup(() => {
+      spawnSync('userdel', [APP_USER], { stdio: 'ignore' })
+      spawnSync('groupdel', [APP_USER], { stdio: 'ignore' })
+      rmSync('/var/lib/kns', { recursive: true, force: true })
+    })
+  }
+  return withCompileCache(network.runDir, { node: NODE, script: join(out, 'bin', 'kns.js'), user: APP_USER })
 }
 
 function withCompileCache(runDir: string, app: Omit<App, 'compileCache'>): App {
   const compileCache = join(runDir, 'node-compile-cache')
   mkdirSync(compileCache, { recursive: true })
-  if (app.user !== undefined) chownTree(compileCache, app.user)
+  chownTree(compileCache, app.user)
   return { ...app, compileCache }
 }
 
@@ -74,7 +86,7 @@ export interface NodeSettings {
 export function nodeEnv(app: App, host: Host, settings: NodeSettings): Record<string, string> {
   const dataDir = join(host.dir, 'kns')
   mkdirSync(dataDir, { recursive: true })
-  if (app.user !== undefined) chownTree(dataDir, app.user)
+  chownTree(dataDir, app.user)
   return {
     HOST: '0.0.0.0',
     PORT: String(KNS_HTTP_PORT),
@@ -100,7 +112,7 @@ function spawnOptions(app: App, env: Record<string, string>): SpawnOptions {
   return {
     env: baseEnv({ HOME: env.DATA_DIR!, NODE_NO_WARNINGS: '1', NODE_COMPILE_CACHE: app.compileCache, ...env }),
     cwd: env.DATA_DIR,
-    ...(app.user === undefined ? {} : { user: app.user }),
+    user: app.user,
   }
 }
 

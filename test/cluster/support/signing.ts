@@ -20,7 +20,7 @@ export async function addSigningCredential(c: PreparedCluster, pki: ShakenPki): 
   mkdirSync(dir)
   writeFileSync(join(dir, 'spc.key'), pki.leaves.spc.key, { mode: 0o600 })
   writeFileSync(join(dir, 'spc-chain.pem'), pki.leaves.spc.bundle)
-  if (c.app.user !== undefined) chownTree(dir, c.app.user)
+  chownTree(dir, c.app.user)
   const credential = await c.kns(['shaken', 'credential', 'add', '--name', 'carrier', '--key', join(dir, 'spc.key'),
     '--cert', join(dir, 'spc-chain.pem'), '--x5u', SIGNING_X5U, '--display-name', 'Acme Carrier', '--json'])
   assert.equal(credential.code, 0, credential.stderr)
