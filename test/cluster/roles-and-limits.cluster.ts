@@ -8,19 +8,23 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
-import { measureRevocation, sleep } from '../support/process.ts'
+import { measureRevocation, NODE, sleep } from '../support/process.ts'
 import { createApproval, createKey, details, mintToken, randomPhone, readiness, withDatabase } from './support/clients.ts'
 import { startCluster, type Cluster } from './support/cluster.ts'
+import { baseEnv, type Host } from './support/hosts.ts'
 import { nodeMetric, type KnsNode } from './support/kns-nodes.ts'
 import { clusterUnavailable } from './support/requirements.ts'
 import { waitFor } from './support/wait.ts'
 
 const skip = clusterUnavailable()
 let cluster: Cluster
+/** PUBLIC_RATE_LIMIT of the nodes: requests a second per client address on the routes without a key. */
+const PUBLIC_RATE = 20
 
 before(async () => {
   if (skip !== undefined) return
-  cluster = await startCluster()
+  // A small public budget, so that one client spends it in seconds.
+  cluster = await startCluster({ nodeEnv: { PUBLIC_RATE_LIMIT: String(PUBLIC_RATE) } })
 })
 
 after(async () => {
@@ -68,6 +72,40 @@ test('rate limits hold across nodes through Redis: a key of N/s, spread over thr
   for (const node of nodes()) assert.equal(await nodeMetric(node, 'kns_rate_limiter_fallback'), 0, `${node.name} decided in process (Redis unreachable)`)
 })
 
+test('the public limit follows the client\'s address through HAProxy, over the nodes: a forged X-Forwarded-For changes nothing, another client keeps its own budget', { skip }, async (t) => {
+  const BURST = 2 * PUBLIC_RATE
+  const register = `${cluster.haproxy.httpUrl}/numsys/register-user-login`
+  const DURATION_MS = 4000
+  const started = performance.now()
+  const deadline = started + DURATION_MS
+  const otherClient = sleep(1000).then(() => requestsFrom(cluster.network.host('redis'), register, 5))
+  // The test process (10.77.0.1), four requests at a time (about 100 a second), each claiming another address.
+  const statuses = (await Promise.all([1, 2, 3, 4].map(async () => {
+    const seen: number[] = []
+    while (performance.now() < deadline) {
+      const forged = `198.51.100.${Math.floor(Math.random() * 250) + 1}`
+      const res = await fetch(register, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': forged }, body: '{}', signal: AbortSignal.timeout(10_000),
+      })
+      await res.arrayBuffer()
+      seen.push(res.status)
+      await sleep(40)
+    }
+    return seen
+  }))).flat()
+  // Meanwhile, another client (on the Redis host, 10.77.0.14) through HAProxy too: its own budget.
+  const other = await otherClient
+  const elapsed = seconds(started)
+  assert.ok(statuses.every((status) => status === 400 || status === 429), `${[...new Set(statuses)]}`)
+  const accepted = statuses.filter((status) => status === 400).length
+  const bound = Math.floor(BURST + PUBLIC_RATE * elapsed) + 1
+  t.diagnostic(`the busy client: ${accepted} of ${statuses.length} accepted in ${elapsed.toFixed(1)} s (its budget: at most ${bound}); ` +
+    `the other client meanwhile: ${other.join(', ')}`)
+  assert.ok(accepted <= bound, `accepted ${accepted} > ${bound}: the forged X-Forwarded-For (or a bucket per node) gave the client more`)
+  assert.ok(accepted >= BURST, `accepted only ${accepted}: not even the burst`)
+  assert.deepEqual(other, [400, 400, 400, 400, 400], 'the other client is not refused for the busy one\'s requests (HAProxy\'s address is not the key)')
+})
+
 test('a key revoked with the CLI on one node\'s host is refused by every node within the documented second', { skip }, async (t) => {
   const key = await createKey(cluster, ['--vendor', 'Revoked Ltd', '--scopes', 'approvals', '--rate', '1000'])
   const timing = await measureRevocation(nodes().map((node) => node.url), key.key,
@@ -102,7 +140,7 @@ test('the ledger watcher runs on one node; killed (kill -9), another takes over 
   // The owner's kns::approve on the embedded ledger (`kns ledger approve`, on a host that is not the
   // watcher's): the watcher alone turns it into the approval, wherever it runs.
   const approvedByWatcher = async (watcher: KnsNode, via: KnsNode) => {
-    const ref = await createApproval(cluster.haproxy.httpUrl, vendor.key, objectId, 'event')
+    const ref = await createApproval(via.url, vendor.key, objectId, 'event')
     const counted = await nodeMetric(watcher, 'kns_ledger_watch_events_total', { outcome: 'approved' })
     const approve = await cluster.kns(['ledger', 'approve', '--object-id', objectId, '--ref', ref, '--secret-key', owner.getSecretKey(), '--json'],
       via.name as 'kns1' | 'kns2' | 'kns3')
@@ -113,12 +151,13 @@ test('the ledger watcher runs on one node; killed (kill -9), another takes over 
   const other = (...not: KnsNode[]) => nodes().find((node) => !not.includes(node))!
   await approvedByWatcher(leader, other(leader))
 
+  // Approvals that fall due while the watcher's node is dead: the survivors' sweepers expire them.
+  // (Made before the kill: what HAProxy sends to a node in the instant it dies is the fault tests' subject.)
+  const survivors = nodes().filter((node) => node !== leader)
+  const expiring = await Promise.all([1, 2, 3].map(() => createApproval(cluster.haproxy.httpUrl, vendor.key, objectId)))
+  const expiredBefore = await Promise.all(survivors.map((node) => nodeMetric(node, 'kns_approvals_expired_total')))
   const killedAt = performance.now()
   leader.process.kill('SIGKILL')
-  const survivors = nodes().filter((node) => node !== leader)
-  // Meanwhile approvals fall due: the survivors' sweepers expire them.
-  const expiredBefore = await Promise.all(survivors.map((node) => nodeMetric(node, 'kns_approvals_expired_total')))
-  const expiring = await Promise.all([1, 2, 3].map(() => createApproval(cluster.haproxy.httpUrl, vendor.key, objectId)))
   await withDatabase(cluster, (db) => db.query('UPDATE approvals SET expires_at = $1 WHERE approval_number = ANY($2)', [Date.now() - 1000, expiring]))
   const successor = await waitFor('another node watching the ledger', () => watchingNode(survivors), { timeoutMs: 30_000, diagnostics: async () => (await watcherStates()).join(' | ') })
   const handover = seconds(killedAt)
@@ -136,3 +175,19 @@ test('the ledger watcher runs on one node; killed (kill -9), another takes over 
   t.diagnostic(`${leader.name} watched; killed, ${successor.name} watched ${handover.toFixed(1)} s later; ` +
     `the approvals that fell due meanwhile were expired by ${survivors.map((n, i) => `${n.name} ${expired[i]}`).join(', ')}`)
 })
+
+/** `count` POSTs of `{}` to `url`, one after the other, from `host` (its own address): their statuses. */
+async function requestsFrom(host: Host, url: string, count: number): Promise<number[]> {
+  const script = `(async () => {
+    const statuses = []
+    for (let i = 0; i < ${count}; i++) {
+      const res = await fetch(process.argv[1], { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      await res.arrayBuffer()
+      statuses.push(res.status)
+    }
+    process.stdout.write(JSON.stringify(statuses))
+  })()`
+  const result = await host.run(NODE, ['-e', script, url], { env: baseEnv(), timeoutMs: 30_000 })
+  assert.equal(result.code, 0, result.stderr)
+  return JSON.parse(result.stdout) as number[]
+}
