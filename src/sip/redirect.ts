@@ -61,10 +61,20 @@ function mode(request: SipRequest, from: NameAddr): 'as' | 'vs' {
   return request.headers.has('identity') ? 'vs' : 'as'
 }
 
-/** The caller: the first P-Asserted-Identity naming a telephone number, else From (RFC 8224 and ATIS-1000074). */
+/**
+ * The caller: the first P-Asserted-Identity naming a telephone number, else From (RFC 8224 and
+ * ATIS-1000074). Every value is checked first, and RFC 3325's shape held: one value, or two of
+ * which one is a tel URI and the other a SIP or SIPS URI. Two SIP URIs are how a comma slipped
+ * into a host or user part upstream would read ("sip:x@c>,<sip:+1800...@bank.example"): taking
+ * the second would make the injected text the caller.
+ */
 function callerOf(request: SipRequest, from: NameAddr): { tn: string | null; addr: NameAddr } {
-  for (const value of headerValues(request, 'p-asserted-identity')) {
-    const addr = parseNameAddr(value, 'P-Asserted-Identity')
+  const asserted = headerValues(request, 'p-asserted-identity').map((value) => parseNameAddr(value, 'P-Asserted-Identity'))
+  const isTel = (addr: NameAddr) => /^tel:/i.test(addr.uri)
+  if (asserted.length > 2 || (asserted.length === 2 && isTel(asserted[0]!) === isTel(asserted[1]!))) {
+    throw new SipParseError('P-Asserted-Identity has more than one value of a kind (RFC 3325: at most one SIP or SIPS URI and one tel URI)')
+  }
+  for (const addr of asserted) {
     const tn = telephoneNumber(addr.uri)
     if (tn !== null) return { tn, addr }
   }

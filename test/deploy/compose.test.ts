@@ -1,20 +1,23 @@
 /**
  * compose.yaml, the quickstart (docs/deploy.md), without Docker: its shape (two replicas of
  * the image behind HAProxy, PostgreSQL and Redis on an internal network, Kamailio in the sip
- * profile, no secret in the file), deploy/compose/secrets.sh, and its HAProxy and Kamailio
- * configurations run for real, on loopback, in front of one `kns serve`: TLS ends at HAProxy,
- * /metrics stays inside, and an OPTIONS through Kamailio's dispatcher is answered by KNS.
+ * profile, no secret in the file), deploy/compose/secrets.sh, and the one HAProxy and Kamailio
+ * configuration (deploy/haproxy/haproxy.cfg, deploy/kamailio/kamailio.cfg, which the cluster
+ * test runs too) with compose's environment and defines, run for real on loopback in front of
+ * one `kns serve`: TLS ends at HAProxy, /metrics stays inside, and an OPTIONS through
+ * Kamailio's dispatcher is answered by KNS.
  */
 import assert from 'node:assert/strict'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { request } from 'node:https'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { parse } from 'yaml'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
+import { dockerfileInstructions, dockerignorePatterns, isIgnored } from '../support/docker-context.ts'
+import { httpsRequest } from '../support/https-request.ts'
 import { sipOptionsOverUdp } from '../support/sip-options.ts'
 import { freePort, killAll, ROOT, sleep, startServer } from '../support/process.ts'
 
@@ -24,6 +27,7 @@ interface Service {
   env_file?: string[]
   environment?: Record<string, string>
   profiles?: string[]
+  command?: string[]
   volumes?: string[]
   ports?: string[]
   secrets?: string[]
@@ -40,6 +44,8 @@ interface Compose {
 }
 
 const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true }) as Compose
+const HAPROXY_CFG = join(ROOT, 'deploy', 'haproxy', 'haproxy.cfg')
+const KAMAILIO_CFG = join(ROOT, 'deploy', 'kamailio', 'kamailio.cfg')
 const work = mkdtempSync(join(tmpdir(), `kns-compose-${process.pid}-`))
 const daemons: ChildProcess[] = []
 let fresh: TestEnv | undefined
@@ -88,17 +94,28 @@ test('compose.yaml: two replicas of the image behind the proxy, secrets from sec
   assert.deepEqual(compose.secrets, { db_password: { file: 'secrets/db_password' } })
   assert.match(readFileSync(join(ROOT, '.gitignore'), 'utf8'), /^secrets\/$/m, 'secrets/ is never committed')
 
+  // The cluster's HAProxy configuration, compose's part of it chosen by the environment: TLS on
+  // the published port with secrets.sh's certificate, the two replicas, Docker's DNS, no
+  // PostgreSQL frontend (no Patroni here) and no plain HTTP.
   const proxy = services.proxy!
   assert.deepEqual(proxy.ports, ['8443:8443'])
-  assert.ok(proxy.volumes!.includes('./deploy/compose/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro'))
+  assert.ok(proxy.volumes!.includes('./deploy/haproxy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro'))
   assert.ok(proxy.volumes!.includes('./secrets/tls.pem:/usr/local/etc/haproxy/tls.pem:ro'))
-  const haproxy = readFileSync(join(ROOT, 'deploy', 'compose', 'haproxy.cfg'), 'utf8')
-  assert.deepEqual([...haproxy.matchAll(/^\s*server (\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`), ['kns-1 kns-1:8080', 'kns-2 kns-2:8080'])
+  assert.deepEqual(proxy.environment, {
+    KNS_HTTPS_BIND: ':8443', TLS_CERT: '/usr/local/etc/haproxy/tls.pem', KNS_NODE_1: 'kns-1:8080', KNS_NODE_2: 'kns-2:8080', DNS_RESOLVER: '127.0.0.11:53',
+  })
 
   // SIP: the replicas answer Kamailio alone; its dispatcher names the replicas' fixed addresses.
   const sip = services.sip!
   assert.deepEqual(sip.profiles, ['sip'])
-  assert.ok(existsSync(join(ROOT, sip.build!.context, sip.build!.dockerfile)))
+  assert.deepEqual(sip.command, ['-A', 'WITH_TCP'], 'the one configuration, with SIP over TCP too')
+  assert.deepEqual(sip.volumes, ['./deploy/compose/dispatcher.list:/etc/kamailio/dispatcher.list:ro'])
+  const dockerfile = join(ROOT, sip.build!.context, sip.build!.dockerfile)
+  const copies = dockerfileInstructions(dockerfile).filter((i) => i.keyword === 'COPY').map((i) => i.args)
+  assert.deepEqual(copies, ['deploy/kamailio/kamailio.cfg /etc/kamailio/kamailio.cfg'], 'the image has the cluster\'s configuration, not a copy')
+  assert.equal(isIgnored('deploy/kamailio/kamailio.cfg', dockerignorePatterns()), false, 'it is in the build context')
+  assert.equal(existsSync(join(ROOT, 'deploy', 'compose', 'haproxy.cfg')) || existsSync(join(ROOT, 'deploy', 'compose', 'kamailio.cfg')), false,
+    'one HAProxy and one Kamailio configuration in deploy/')
   assert.equal(services['kns-1']!.environment!.SIP_TRUSTED_SOURCES, address(sip, 'backend'))
   const listed = [...readFileSync(join(ROOT, 'deploy', 'compose', 'dispatcher.list'), 'utf8').matchAll(/^1 sip:([\d.]+):5060$/gm)].map((m) => m[1])
   assert.deepEqual(listed, [address(services['kns-1']!, 'backend'), address(services['kns-2']!, 'backend')])
@@ -133,13 +150,18 @@ test('secrets.sh writes the replicas\' env file, the database password and a cer
 const has = (command: string, args: string[]) => spawnSync(command, args, { stdio: 'ignore' }).status === 0
 
 /** Starts a daemon in a process group of its own (Kamailio forks its workers), stopped in `after`. */
-function daemon(command: string, args: string[]): { output: () => string } {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+function daemon(command: string, args: string[], env?: Record<string, string>): { output: () => string } {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: env === undefined ? process.env : { PATH: process.env.PATH!, ...env } })
   daemons.push(child)
   let output = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
   return { output: () => output }
+}
+
+/** `haproxy -c` on the one configuration with this environment only. */
+function haproxyCheck(env: Record<string, string>) {
+  return spawnSync('haproxy', ['-c', '-f', HAPROXY_CFG], { encoding: 'utf8', env: { PATH: process.env.PATH!, ...env } })
 }
 
 async function waitForPort(port: number, what: () => string): Promise<void> {
@@ -155,19 +177,7 @@ async function waitForPort(port: number, what: () => string): Promise<void> {
   throw new Error(`nothing listens on ${port}:\n${what()}`)
 }
 
-function httpsGet(port: number, path: string, ca: string): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, servername: 'localhost', ca, timeout: 5000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
-
-test('the compose HAProxy and Kamailio configurations in front of kns serve: TLS at the proxy, /readyz checked, /metrics kept inside, SIP dispatched', {
+test('the HAProxy and Kamailio configurations with compose\'s environment in front of kns serve: TLS at the proxy, /readyz checked, /metrics kept inside, SIP dispatched', {
   timeout: 60_000,
   skip: !has('haproxy', ['-v']) ? 'haproxy is not installed (apt-get install haproxy)' : !has('openssl', ['version']) ? 'openssl is not installed' : false,
 }, async (t) => {
@@ -177,34 +187,41 @@ test('the compose HAProxy and Kamailio configurations in front of kns serve: TLS
   fresh = await freshDatabaseEnv({ SIP_LISTEN: `127.0.0.1:${sipPort}`, SIP_TRUSTED_SOURCES: '127.0.0.1', TRUST_PROXY: '1' })
   const kns = await startServer(fresh.env)
 
-  // compose.yaml's haproxy.cfg, its names and paths replaced by this machine's.
-  const httpsPort = await freePort()
-  const cfg = readFileSync(join(ROOT, 'deploy', 'compose', 'haproxy.cfg'), 'utf8')
-    .replace('bind :8443', `bind 127.0.0.1:${httpsPort}`)
-    .replace('/usr/local/etc/haproxy/tls.pem', join(secrets, 'tls.pem'))
-    .replace(/kns-[12]:8080/g, `127.0.0.1:${kns.port}`)
-  writeFileSync(join(work, 'haproxy.cfg'), cfg)
-  const check = spawnSync('haproxy', ['-c', '-f', join(work, 'haproxy.cfg')], { encoding: 'utf8' })
+  const proxyEnv = compose.services.proxy!.environment!
+  // compose.yaml's environment as it is (the certificate at its path on this machine): valid,
+  // the replicas' names left to Docker's DNS; without what it needs, refused saying what.
+  const check = haproxyCheck({ ...proxyEnv, TLS_CERT: join(secrets, 'tls.pem') })
   assert.equal(check.status, 0, check.stdout + check.stderr)
-  const haproxy = daemon('haproxy', ['-db', '-f', join(work, 'haproxy.cfg')])
+  const { KNS_HTTPS_BIND: _bind, ...unbound } = proxyEnv
+  const refused = haproxyCheck({ ...unbound, TLS_CERT: join(secrets, 'tls.pem') })
+  assert.notEqual(refused.status, 0)
+  assert.match(refused.stderr, /haproxy\.cfg needs KNS_HTTPS_BIND, TLS_CERT and KNS_NODE_1 in the environment/)
+
+  // The same environment with this machine's addresses: both replicas are the one kns serve.
+  const httpsPort = await freePort()
+  const env = { ...proxyEnv, KNS_HTTPS_BIND: `127.0.0.1:${httpsPort}`, TLS_CERT: join(secrets, 'tls.pem'), KNS_NODE_1: `127.0.0.1:${kns.port}`, KNS_NODE_2: `127.0.0.1:${kns.port}` }
+  assert.equal(haproxyCheck(env).status, 0)
+  const haproxy = daemon('haproxy', ['-db', '-f', HAPROXY_CFG], env)
   await waitForPort(httpsPort, haproxy.output)
 
   const ca = readFileSync(join(secrets, 'tls.pem'), 'utf8')
-  const ready = await httpsGet(httpsPort, '/readyz', ca)
+  const url = `https://127.0.0.1:${httpsPort}`
+  const ready = await httpsRequest(`${url}/readyz`, { ca, servername: 'localhost' })
   assert.equal(ready.status, 200, ready.body)
+  assert.match(ready.tlsVersion ?? '', /^TLSv1\.[23]$/)
   assert.equal((await fetch(`${kns.url}/metrics`)).status, 200, 'the replica serves /metrics to its own network')
-  const metrics = await httpsGet(httpsPort, '/metrics', ca)
+  const metrics = await httpsRequest(`${url}/metrics`, { ca, servername: 'localhost' })
   assert.equal(metrics.status, 404, 'not through the proxy')
-  assert.equal((await httpsGet(httpsPort, '/metrics/', ca)).status, 404)
+  assert.equal((await httpsRequest(`${url}/metrics/`, { ca, servername: 'localhost' })).status, 404)
 
   if (!has('kamailio', ['-v'])) return t.skip('kamailio is not installed (apt-get install kamailio): the SIP part is not run')
+  // compose's defines (its `command`), then this machine's address, port, list and sockets.
   const sipFront = await freePort()
   writeFileSync(join(work, 'dispatcher.list'), `1 sip:127.0.0.1:${sipPort}\n`)
-  const kamailioCfg = readFileSync(join(ROOT, 'deploy', 'compose', 'kamailio.cfg'), 'utf8')
-    .replace(/listen=(udp|tcp):0\.0\.0\.0:5060/g, `listen=$1:127.0.0.1:${sipFront}`)
-    .replace('/etc/kamailio/dispatcher.list', join(work, 'dispatcher.list'))
-  writeFileSync(join(work, 'kamailio.cfg'), kamailioCfg)
-  const kamailio = daemon('kamailio', ['-DD', '-E', '-f', join(work, 'kamailio.cfg')])
+  const kamailio = daemon('kamailio', ['-DD', '-E', '-f', KAMAILIO_CFG, ...compose.services.sip!.command!,
+    '-A', 'SIP_ADDRESS=127.0.0.1', '-A', `SIP_PORT=${sipFront}`, '-A', `DISPATCHER_LIST="${join(work, 'dispatcher.list')}"`,
+    '-A', `CTL_SOCKET="unix:${join(work, 'kamailio_ctl')}"`, '-Y', work])
+  // TCP (WITH_TCP) is the port that can be polled; UDP is answered by the same process.
   await waitForPort(sipFront, kamailio.output)
   // KNS's own answer (its Allow header), through the dispatcher, our Via on top again.
   let answer: string | undefined

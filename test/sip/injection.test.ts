@@ -133,6 +133,17 @@ function assertWellFormed(name: string, value: string): void {
   if (embedded !== undefined) assertWellFormed(`${name}'s P-Asserted-Identity`, decodeURIComponent(embedded))
 }
 
+test('P-Asserted-Identity holds RFC 3325\'s shape: two SIP URIs (a comma slipped in upstream) are refused 400; a SIP URI and a tel URI are one caller', async () => {
+  // The property below found it (seed 656483137): the second SIP URI was taken as the caller.
+  const injected = await answer(invite({ pai: `<sip:,${CALLER}@c>,<sip:+18005550100@bank.examplearrier.example>` }))
+  assert.equal(injected.status, 400)
+  assert.ok(injected.headers.every(([, value]) => !/bank\.example|18005550100/.test(value)))
+  const three = await answer(invite({ pai: `<sip:${CALLER}@carrier.example>, <tel:${CALLER}>, <tel:${CALLER}>` }))
+  assert.equal(three.status, 400)
+  const pair = await answer(invite({ pai: `<sip:${CALLER}@carrier.example;user=phone>, <tel:${CALLER}>` }))
+  assert.ok(pair.status >= 300 && pair.status < 400, `status ${pair.status}`)
+})
+
 const NASTY = [',', '<', '>', '"', ';', ' ', '\t', '\r\n', '\n', '@', '%2C', '\\', '?', ',<sip:+18005550100@bank.example>', '>,<sip:+18005550100@bank.example']
 const HOSTS = ['carrier.example', '127.0.0.1', '[2001:db8::1]', 'x']
 

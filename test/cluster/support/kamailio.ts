@@ -1,7 +1,8 @@
 /**
  * Kamailio (Debian's kamailio 5.6) as the SIP dispatcher, with deploy/kamailio/kamailio.cfg
- * and deploy/kamailio/dispatcher.list as they are. It binds as root and runs as the kamailio
- * user (-u/-g); its control socket, read with kamcmd, says which nodes its probes see.
+ * and deploy/kamailio/dispatcher.list (the reference topology's nodes) as they are, this host's
+ * address given as a define. It binds as root and runs as the kamailio user (-u/-g); its
+ * control socket, read with kamcmd, says which nodes its probes see.
  */
 import { readFileSync } from 'node:fs'
 import { mkdirSync } from 'node:fs'
@@ -47,7 +48,7 @@ export function startKamailio(host: Host): Kamailio {
   const ctl = `unix:${join(runtimeDir, 'kamailio_ctl')}`
   const process = host.spawn('kamailio', 'kamailio', [
     '-f', KAMAILIO_CONFIG, '-DD', '-E', '-u', 'kamailio', '-g', 'kamailio',
-    '-l', `udp:${host.address}:${SIP_PORT}`, '-Y', runtimeDir, '-m', '32', '-M', '4',
+    '-A', `SIP_ADDRESS=${host.address}`, '-A', `SIP_PORT=${SIP_PORT}`, '-Y', runtimeDir, '-m', '32', '-M', '4',
     '-A', `DISPATCHER_LIST="${DISPATCHER_LIST}"`, '-A', `CTL_SOCKET="${ctl}"`,
   ], { env: baseEnv() })
   const destinations = async (): Promise<Destination[]> => {
