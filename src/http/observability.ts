@@ -40,10 +40,10 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   // Ready means the database answers and takes writes. A remote ledger that does not answer
   // leaves the service ready (registration, statistics, transaction_details and the pages still
   // work) but is reported, so an operator sees it on the same probe.
-  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()) })
+  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()), sweeper: Type.Optional(Type.String()) })
   app.get('/readyz', { schema: { ...hidden, response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
-      const ledger = { ...ledgerState(service), ...watcherState(service) }
+      const ledger = { ...ledgerState(service), ...watcherState(service), ...sweeperState(service) }
       let state: DatabaseState
       try {
         state = await service.db.ping()
@@ -157,6 +157,12 @@ function watchLedger(service: Service, registry: Registry): void {
 }
 
 /** The ledger watcher as /readyz says it: reported, never a reason to be unready. */
+/** Whether this process sweeps expiries or stands by (one at a time: its leader lock). */
+function sweeperState(service: Service): { sweeper?: string } {
+  if (!service.events.started) return {}
+  return { sweeper: service.events.sweeper.sweeping ? 'sweeping' : 'standby (another process sweeps expiries)' }
+}
+
 function watcherState(service: Service): { watcher?: string } {
   const watcher = service.events.watcher
   if (!service.events.started) return {}
