@@ -46,7 +46,7 @@ export class Events {
     this.outbound = { allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES }
     this.watcher = new LedgerWatcher(db, ledger, new LeaderLock(db, 'ledger-watcher'), { intervalMs: config.ledgerWatchIntervalMs })
     // Its expiries signal the approvals topic like any decision, which wakes the deliveries (decided()).
-    this.sweeper = new ExpirySweeper(db, { intervalMs: EXPIRY_SWEEP_MS })
+    this.sweeper = new ExpirySweeper(db, { intervalMs: EXPIRY_SWEEP_MS, lock: new LeaderLock(db, 'expiry-sweeper') })
   }
 
   /** Webhook secrets are sealed under the server secret (a tool without one cannot open them). */

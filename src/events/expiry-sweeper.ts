@@ -1,5 +1,6 @@
 import { expireDue } from '../approvals/approval.ts'
 import type { Database } from '../db/engine.ts'
+import type { LeaderLock } from '../db/leader-lock.ts'
 
 /** Approvals expired per transaction: a backlog (after downtime) goes in bounded steps. */
 const BATCH = 500
@@ -7,26 +8,41 @@ const BATCH = 500
 /**
  * Emits `approval.expired` for every approval whose time is up, within `intervalMs` of its
  * expiry, whether or not anyone asks about it: each is stored as expired with its event, once
- * (expireDue). Every server process runs one; they never expire a row twice.
+ * (expireDue). One server process at a time sweeps, the one holding the sweeper's leader lock
+ * (the others stand by and take over within seconds of its end, as the ledger watcher's do);
+ * expireDue's row locks would keep several from expiring a row twice, but every process
+ * scanning every second is work for nothing.
  */
 export class ExpirySweeper {
   readonly #db: Database
   readonly #intervalMs: number
+  readonly #lock: LeaderLock | undefined
   #timer: NodeJS.Timeout | undefined
   #running: Promise<void> | undefined
   #stopped = false
   expired = 0
 
-  constructor(db: Database, options: { intervalMs: number }) {
+  constructor(db: Database, options: { intervalMs: number; lock?: LeaderLock }) {
     this.#db = db
     this.#intervalMs = options.intervalMs
+    this.#lock = options.lock
+  }
+
+  /** Whether this process sweeps now (holds the lock; always without one). */
+  get sweeping(): boolean {
+    return !this.#stopped && (this.#lock?.held ?? true)
   }
 
   start(): void {
     this.#timer = setInterval(() => {
-      if (this.#running === undefined) this.#running = this.sweep().then(() => {}, () => {}).finally(() => { this.#running = undefined })
+      if (this.#running === undefined) this.#running = this.#tick().then(() => {}, () => {}).finally(() => { this.#running = undefined })
     }, this.#intervalMs)
     this.#timer.unref()
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#lock !== undefined && !(await this.#lock.acquire())) return
+    await this.sweep()
   }
 
   /** Expires everything due now; returns how many. */
@@ -46,5 +62,6 @@ export class ExpirySweeper {
     this.#stopped = true
     clearInterval(this.#timer)
     await this.#running
+    await this.#lock?.close()
   }
 }

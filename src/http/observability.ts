@@ -40,10 +40,10 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   // Ready means the database answers and takes writes. A remote ledger that does not answer
   // leaves the service ready (registration, statistics, transaction_details and the pages still
   // work) but is reported, so an operator sees it on the same probe.
-  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()) })
+  const Readiness = Type.Object({ status: Type.String(), ledger: Type.Optional(Type.String()), watcher: Type.Optional(Type.String()), sweeper: Type.Optional(Type.String()) })
   app.get('/readyz', { schema: { ...hidden, response: { 200: Readiness, 503: Readiness } } },
     async (_request, reply) => {
-      const ledger = { ...ledgerState(service), ...watcherState(service) }
+      const ledger = { ...ledgerState(service), ...watcherState(service), ...sweeperState(service) }
       let state: DatabaseState
       try {
         state = await service.db.ping()
@@ -157,6 +157,12 @@ function watchLedger(service: Service, registry: Registry): void {
 }
 
 /** The ledger watcher as /readyz says it: reported, never a reason to be unready. */
+/** Whether this process sweeps expiries or stands by (one at a time: its leader lock). */
+function sweeperState(service: Service): { sweeper?: string } {
+  if (!service.events.started) return {}
+  return { sweeper: service.events.sweeper.sweeping ? 'sweeping' : 'standby (another process sweeps expiries)' }
+}
+
 function watcherState(service: Service): { watcher?: string } {
   const watcher = service.events.watcher
   if (!service.events.started) return {}
@@ -176,7 +182,8 @@ function watcherState(service: Service): { watcher?: string } {
 
 /**
  * The events subsystem: webhook deliveries by result (this process's), the age of the oldest
- * delivery still pending (all processes'), and the ledger watcher's lag, events and errors.
+ * delivery still pending (all processes'), the ledger watcher's lag, events and errors, and
+ * the waits for a decision held here.
  */
 function watchEvents(service: Service, registry: Registry): void {
   const events = service.events
@@ -224,6 +231,12 @@ function watchEvents(service: Service, registry: Registry): void {
     null, () => ({ total: watcher.counts.errors }), ['total'])
   countsOf(registry, 'kns_approvals_expired_total', 'Approvals this process marked expired (each with its approval.expired event)',
     null, () => ({ total: events.sweeper.expired }), ['total'])
+  new Gauge({
+    name: 'kns_decision_waits',
+    help: 'transaction_details?wait= requests this process holds now, each waiting for a decision (its own or another process\'s)',
+    registers: [registry],
+    collect() { this.set(service.decisionWaiters.size) },
+  })
 }
 
 /**

@@ -36,6 +36,12 @@ async function waitFor(ref: string, seconds: number): Promise<{ status: number; 
   return { status: res.statusCode, body: res.json(), ms: performance.now() - started }
 }
 
+/** kns_decision_waits on /metrics (what a cluster test polls to know a wait is held before deciding elsewhere). */
+async function heldWaits(): Promise<number> {
+  const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body
+  return Number(/^kns_decision_waits (\S+)$/m.exec(metrics)?.[1] ?? Number.NaN)
+}
+
 describe('transaction_details?wait=', () => {
   test('answers when the approval is approved, not before, not at the end of the wait', async () => {
     const { ref, owner } = await pending()
@@ -84,15 +90,17 @@ describe('transaction_details?wait=', () => {
     assert.equal(h.service.decisionWaiters.size, 0)
   })
 
-  test('100 waiters on one approval are all released by its decision', async () => {
+  test('100 waiters on one approval are all released by its decision; /metrics shows the waits held', async () => {
     const { ref } = await pending()
     const waits = Array.from({ length: 100 }, () => waitFor(ref, 30))
     await new Promise((resolve) => setTimeout(resolve, 100))
     assert.equal(h.service.decisionWaiters.size, 100)
+    assert.equal(await heldWaits(), 100)
     await cancelApproval(h.service.db, ref)
     const answers = await Promise.all(waits)
     assert.ok(answers.every((a) => a.body.status === 'cancelled'))
     assert.equal(h.service.decisionWaiters.size, 0)
+    assert.equal(await heldWaits(), 0)
   })
 })
 

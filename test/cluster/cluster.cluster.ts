@@ -7,8 +7,6 @@
  */
 import assert from 'node:assert/strict'
 import { randomBytes, randomInt, X509Certificate } from 'node:crypto'
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { rootCertificates } from 'node:tls'
 import { compactVerify } from 'jose'
@@ -19,10 +17,11 @@ import { approvalPhoneBody, NODE, postJson, ROOT } from '../support/process.ts'
 import { sipOptionsOverUdp } from '../support/sip-options.ts'
 import { runSipp } from '../support/sipp.ts'
 import { BRIDGE_ADDRESS, startCluster, type Cluster } from './support/cluster.ts'
-import { baseEnv, chownTree } from './support/hosts.ts'
+import { baseEnv } from './support/hosts.ts'
 import { SIP_PORT } from './support/kamailio.ts'
 import { nodeMetric, waitReady } from './support/kns-nodes.ts'
 import { clusterUnavailable } from './support/requirements.ts'
+import { addSigningCredential, SIGNING_X5U } from './support/signing.ts'
 import { waitFor } from './support/wait.ts'
 
 const skip = clusterUnavailable()
@@ -30,30 +29,14 @@ let cluster: Cluster
 let pki: ShakenPki
 const CALLER = '+12025550142'
 const CALLED = '+14155550199'
-const X5U = 'https://certs.example.com/spc.pem'
 
 const randomPhone = () => `+4420${String(randomInt(0, 100_000_000)).padStart(8, '0')}`
 
 before(async () => {
   if (skip !== undefined) return
   pki = makeShakenPki({ crlUrl: 'https://crl.example.com/sti-ca.crl' })
-  cluster = await startCluster({
-    // The operator's setup before the nodes start: a signing credential and the key SIP signs with.
-    async prepare(c) {
-      const dir = join(c.network.runDir, 'pki')
-      mkdirSync(dir)
-      writeFileSync(join(dir, 'spc.key'), pki.leaves.spc.key, { mode: 0o600 })
-      writeFileSync(join(dir, 'spc-chain.pem'), pki.leaves.spc.bundle)
-      chownTree(dir, c.app.user)
-      const credential = await c.kns(['shaken', 'credential', 'add', '--name', 'carrier', '--key', join(dir, 'spc.key'),
-        '--cert', join(dir, 'spc-chain.pem'), '--x5u', X5U, '--display-name', 'Acme Carrier', '--json'])
-      assert.equal(credential.code, 0, credential.stderr)
-      const key = await c.kns(['api-key', 'create', '--vendor', 'SBC', '--scopes', 'signing', '--credentials', 'carrier',
-        '--attest', 'A,B,C', '--numbers', '+1202555*', '--json'])
-      assert.equal(key.code, 0, key.stderr)
-      return { SIP_SIGNING_KEY: (JSON.parse(key.stdout) as { id: string }).id }
-    },
-  })
+  // The operator's setup before the nodes start: a signing credential and the key SIP signs with.
+  cluster = await startCluster({ prepare: (c) => addSigningCredential(c, pki) })
 })
 
 after(async () => {
@@ -160,7 +143,7 @@ test('SIP: Kamailio spreads INVITEs over the three nodes and relays their 302, w
   for (const response of result.responses) {
     assert.equal(response.status, 302)
     const identity = response.headers.get('identity')?.[0] ?? ''
-    assert.match(identity, new RegExp(`;info=<${X5U.replace(/\./g, '\\.')}>;alg=ES256;ppt=shaken$`))
+    assert.match(identity, new RegExp(`;info=<${SIGNING_X5U.replace(/\./g, '\\.')}>;alg=ES256;ppt=shaken$`))
     const { payload } = await compactVerify(identity.split(';')[0]!, leaf)
     const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>
     assert.deepEqual([claims.orig, claims.dest, claims.attest], [{ tn: CALLER.slice(1) }, { tn: [CALLED.slice(1)] }, 'A'])

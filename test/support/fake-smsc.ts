@@ -4,7 +4,8 @@ import smpp, { type PDU, type Session } from 'smpp'
 /**
  * A local SMSC made with the smpp package's own server side, for the SMPP sender's tests:
  * it takes binds with system_id `kns` and password `secret`, records what it receives, and
- * answers submit_sm as `onSubmit` says (default: accepted).
+ * answers submit_sm as `onSubmit` says (default: accepted). It listens on `host` (loopback
+ * unless told: the cluster test's nodes reach it on the bridge address).
  */
 export interface FakeSmsc {
   port: number
@@ -24,7 +25,7 @@ export interface FakeSmsc {
   close(): Promise<void>
 }
 
-export async function startSmsc(): Promise<FakeSmsc> {
+export async function startSmsc(host = '127.0.0.1'): Promise<FakeSmsc> {
   const server = smpp.createServer((session) => {
     session.on('error', () => {}) // a client going away mid-PDU is not the test's business
     for (const command of ['bind_transmitter', 'bind_transceiver']) {
@@ -51,12 +52,12 @@ export async function startSmsc(): Promise<FakeSmsc> {
       session.close()
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(0, host, resolve))
   const port = (server.address() as AddressInfo).port
   const closeSessions = () => Promise.all(server.sessions.map((session) => new Promise<void>((resolve) => session.destroy(resolve))))
   const smsc: FakeSmsc = {
     port,
-    url: (password = 'secret') => `smpp://kns:${password}@127.0.0.1:${port}`,
+    url: (password = 'secret') => `smpp://kns:${password}@${host}:${port}`,
     binds: [],
     submits: [],
     unbinds: 0,

@@ -29,7 +29,7 @@ export interface WebhookReceiver {
   close(): Promise<void>
 }
 
-/** Listens on `host` (loopback unless a test's servers reach it elsewhere: the cluster's bridge address). */
+/** Listens on `host` (loopback unless told: the cluster test's nodes reach it on the bridge address). */
 export async function startWebhookReceiver(path = '/hooks/kns', port = 0, host = '127.0.0.1'): Promise<WebhookReceiver> {
   const waiters: Array<() => void> = []
   const receiver: WebhookReceiver = {

@@ -363,7 +363,10 @@ export function sweepOrphans(): void {
 
 /** The interface that holds the bridge address already (another live run), if any. */
 function addressHolder(): string | undefined {
-  const out = spawnSync('ip', ['-o', '-4', 'addr', 'show'], { encoding: 'utf8' }).stdout ?? ''
+  const listed = spawnSync('ip', ['-o', '-4', 'addr', 'show'], { encoding: 'utf8' })
+  // A failed listing is not a free address (seen once: spawnSync ip ELOOP while another run held it).
+  if (listed.status !== 0) return `(unknown: ip addr show failed: ${listed.stderr || listed.error?.message})`
+  const out = listed.stdout
   return out.split('\n').find((line) => line.includes(` ${BRIDGE_ADDRESS}/`))?.split(/\s+/)[1]
 }
 
