@@ -172,9 +172,13 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       assert.equal(Date.parse(earlier.end) - Date.parse(earlier.start), length)
       const previous = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', earlier)
       const now = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
-      assert.equal(await text(page, '[data-change="gateway-sessions"]'),
-        formatChange(now.periodUsage.currentSessions, previous.periodUsage.currentSessions) === '' ? ''
-          : `${formatChange(now.periodUsage.currentSessions, previous.periodUsage.currentSessions)} vs ${previousLabel(length)}`)
+      const change = formatChange(now.periodUsage.currentSessions, previous.periodUsage.currentSessions)
+      const wanted = change === '' ? '' : `${change} vs ${previousLabel(length)}`
+      // The changes come from the second pair of answers, drawn after the first: aria-busy can
+      // read false from before the click for a moment under load (seen once), so wait for it.
+      await page.waitForFunction(([selector, want]) => ((globalThis as any).document.querySelector(selector)?.textContent ?? '').trim() === want,
+        ['[data-change="gateway-sessions"]', wanted] as const, { timeout: 5000 }).catch(() => {})
+      assert.equal(await text(page, '[data-change="gateway-sessions"]'), wanted)
       const expected = await api<RangeStats>(server, 'UsageGraph/global-public-gateway-stats', body)
       assert.equal(await text(page, '[data-total="gateway-sessions"]'), int.format(expected.periodUsage.currentSessions))
       assert.equal(await text(page, '[data-total="gateway-clients"]'), int.format(expected.periodUsage.currentClients))
