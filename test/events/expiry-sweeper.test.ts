@@ -9,17 +9,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { LeaderLock } from '../../src/db/leader-lock.ts'
 import { ExpirySweeper } from '../../src/events/expiry-sweeper.ts'
 import { openService } from '../../src/service.ts'
+import { until } from '../support/until.ts'
 import { ENGINE, startHarness, type Harness } from '../helpers.ts'
 import { approvalBody, createApproval, details, register } from '../support/kns.ts'
 
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<number> {
-  const started = Date.now()
-  while (!(await condition())) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time')
-    await sleep(25)
-  }
-  return Date.now() - started
-}
 
 /** A pending approval whose time ran out a moment ago (stored as pending: nobody swept it yet). */
 async function overdueApproval(h: Harness, key: string): Promise<string> {

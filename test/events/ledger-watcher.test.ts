@@ -11,20 +11,13 @@ import { LeaderLock } from '../../src/db/leader-lock.ts'
 import { LedgerUnavailableError } from '../../src/errors.ts'
 import { SuiLedger } from '../../src/ledger/sui-ledger.ts'
 import { openService, type Service } from '../../src/service.ts'
+import { until } from '../support/until.ts'
 import { ENGINE, startHarness, type Harness } from '../helpers.ts'
 import { startSuiGraphqlStub, type SuiGraphqlStub } from '../ledger/sui-graphql-stub.ts'
 import {
   approvalBody, createApproval, details, localLedger, newKeypair, ownedToken, randomDigest, randomObjectId, sleep, suiEventApproval,
 } from '../support/kns.ts'
 
-async function until(condition: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<number> {
-  const started = Date.now()
-  while (!(await condition())) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time')
-    await sleep(25)
-  }
-  return Date.now() - started
-}
 
 /** The stored state (not transaction_details: that one asks the ledger for the owner). */
 async function storedStatus(h: Harness, ref: string): Promise<string> {
