@@ -20,7 +20,7 @@ import { MIGRATIONS } from '../../src/migrations.ts'
 import { ENGINE } from '../helpers.ts'
 import { approvalPhoneBody, killAll, oneJson, postJson, runKns, sleep, startServer, type RunningServer } from '../support/process.ts'
 import { eventually, prepareApprovals } from './fault-checks.ts'
-import { pgbouncerUnavailableReason, startPgbouncer, type PgbouncerOptions, type ThrowawayPgbouncer } from './throwaway-pgbouncer.ts'
+import { pgbouncerClients, pgbouncerUnavailableReason, startPgbouncer, type PgbouncerOptions, type ThrowawayPgbouncer } from './throwaway-pgbouncer.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
 const skip = ENGINE !== 'postgres' ? 'runs in the PostgreSQL pass (DATABASE_URL set); it makes a cluster of its own'
@@ -56,19 +56,6 @@ after(async () => {
 const env = (extra: Record<string, string> = {}) => ({
   DATA_DIR: dataDir!, DATABASE_URL: pooledUrl, LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com', ...extra,
 })
-
-/** PgBouncer's clients (its admin console's SHOW CLIENTS), by application_name. */
-async function pgbouncerClients(): Promise<string[]> {
-  const admin = new pg.Client({ connectionString: bouncer!.url('pgbouncer') })
-  await admin.connect()
-  try {
-    // The admin console speaks only the simple query protocol.
-    const { rows } = await admin.query<{ application_name: string; database: string }>({ text: 'SHOW CLIENTS', queryMode: 'simple' } as pg.QueryConfig)
-    return rows.filter((r) => r.database === 'kns').map((r) => r.application_name)
-  } finally {
-    await admin.end()
-  }
-}
 
 describe('detecting a transaction pooler', { skip }, () => {
   const cases: Array<[string, PgbouncerOptions, RegExp | null]> = [
@@ -162,7 +149,7 @@ describe('the service through PgBouncer in transaction mode', { skip }, () => {
     assert.ok(waitedMs < 10_000, `the wait ended after ${Math.round(waitedMs)} ms: the decision did not wake it`)
 
     // Pooled through PgBouncer: the main and async pools; never the LISTEN or the leader lock.
-    const clients = await pgbouncerClients()
+    const clients = await pgbouncerClients(bouncer!.url('pgbouncer'))
     assert.ok(clients.includes('kns') && clients.includes('kns-async'), `PgBouncer's clients: ${clients.join(', ')}`)
     assert.ok(!clients.some((name) => name === 'kns-listen' || name.startsWith('kns-ledger')), `sessions through PgBouncer: ${clients.join(', ')}`)
 

@@ -10,6 +10,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import { freePort, processAlive, sleep } from '../support/process.ts'
 import type { ThrowawayCluster } from './throwaway-postgres.ts'
 
@@ -95,6 +96,22 @@ export async function startPgbouncer(cluster: ThrowawayCluster, options: Pgbounc
   } catch (err) {
     await bouncer.stop()
     throw err
+  }
+}
+
+/**
+ * PgBouncer's clients of `database` (its admin console's SHOW CLIENTS), by application_name.
+ * `adminUrl` names PgBouncer's `pgbouncer` database as one of its admin_users.
+ */
+export async function pgbouncerClients(adminUrl: string, database = 'kns'): Promise<string[]> {
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 })
+  await admin.connect()
+  try {
+    // The admin console speaks only the simple query protocol.
+    const { rows } = await admin.query<{ application_name: string; database: string }>({ text: 'SHOW CLIENTS', queryMode: 'simple' } as pg.QueryConfig)
+    return rows.filter((r) => r.database === database).map((r) => r.application_name)
+  } finally {
+    await admin.end()
   }
 }
 
