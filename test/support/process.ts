@@ -56,25 +56,34 @@ function signal(child: ChildProcess, name: NodeJS.Signals): void {
  * directory), so a developer's ./.env never leaks into the test.
  */
 export function runKns(args: string[], env: Record<string, string>, options: { timeoutMs?: number } = {}): Promise<RunResult> {
+  const child = spawn(NODE, [KNS, ...args], { cwd: env.DATA_DIR ?? ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  live.add(child)
+  const forget = () => live.delete(child)
+  child.on('error', forget)
+  child.on('close', forget)
+  return collectOutput(child, `kns ${args.join(' ')}`, options.timeoutMs ?? 30_000)
+}
+
+/**
+ * A spawned command's exit and its whole output (stdout and stderr piped). Past `timeoutMs` it
+ * is killed and the promise rejects, naming `what` and the output so far.
+ */
+export function collectOutput(child: ChildProcess, what: string, timeoutMs: number): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [KNS, ...args], { cwd: env.DATA_DIR ?? ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
-    live.add(child)
     let stdout = ''
     let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
-      reject(new Error(`kns ${args.join(' ')} timed out\nstdout: ${stdout}\nstderr: ${stderr}`))
-    }, options.timeoutMs ?? 30_000)
+      reject(new Error(`${what} timed out\nstdout: ${stdout}\nstderr: ${stderr}`))
+    }, timeoutMs)
     child.on('error', (err) => {
       clearTimeout(timer)
-      live.delete(child)
       reject(err)
     })
     child.on('close', (code, signal) => {
       clearTimeout(timer)
-      live.delete(child)
       resolve({ code, signal, stdout, stderr })
     })
   })

@@ -15,7 +15,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { processAlive } from '../../support/process.ts'
+import { collectOutput, processAlive } from '../../support/process.ts'
 
 export const SUBNET = '10.77.0'
 /** The bridge's address in the root namespace: the test process, as every host sees it. */
@@ -96,19 +96,8 @@ export class Host {
 
   /** Runs a command on this host to completion (output captured). */
   run(command: string, args: string[], options: SpawnOptions & { timeoutMs?: number } = {}): Promise<CommandResult> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('ip', this.#argv(command, args, options), { cwd: options.cwd ?? this.dir, env: options.env ?? baseEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL')
-        reject(new Error(`${command} ${args.join(' ')} on ${this.name} timed out\nstdout: ${stdout}\nstderr: ${stderr}`))
-      }, options.timeoutMs ?? 60_000)
-      child.on('error', (err) => { clearTimeout(timer); reject(err) })
-      child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }) })
-    })
+    const child = spawn('ip', this.#argv(command, args, options), { cwd: options.cwd ?? this.dir, env: options.env ?? baseEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+    return collectOutput(child, `${command} ${args.join(' ')} on ${this.name}`, options.timeoutMs ?? 60_000)
   }
 
   /** Cuts the host off the network (its switch port down): its processes keep running, nothing reaches them. */
