@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { ConfigError } from './errors.ts'
 import { isAddressOrRange, NAMED_RANGES } from './lib/address-ranges.ts'
 import { sipSettings, type SipSettings } from './lib/sip-settings.ts'
@@ -29,6 +30,8 @@ export type SuiNetwork = keyof typeof SUI_NETWORKS
 export interface Config {
   port: number
   host: string
+  /** METRICS_LISTEN: /metrics on a listener of its own (and not on PORT); unset: on PORT. */
+  metricsListen: { host: string; port: number } | undefined
   dataDir: string
   databaseUrl: string | undefined
   /**
@@ -306,6 +309,19 @@ function issuer(raw: string, name: string): string {
 }
 
 /** Reads `.env` (if present) without overriding variables already set in the environment. */
+/** `[host:]port` (an IPv6 host in brackets: `[::1]:9464`); the host defaults to `host`. */
+export function listenAddress(env: Env, name: string, host: string): { host: string; port: number } | undefined {
+  const raw = (env[name] ?? '').trim()
+  if (raw === '') return undefined
+  const match = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?(\d{1,5})$/.exec(raw)
+  const port = Number(match?.[3])
+  const given = match?.[1] ?? match?.[2]
+  if (match === null || port < 1 || port > 65535 || (given !== undefined && isIP(given) === 0 && given !== 'localhost')) {
+    throw new ConfigError(`${name} must be [host:]port (an IP address and a port from 1 to 65535, e.g. 9464, 10.0.0.5:9464 or [::1]:9464), got ${JSON.stringify(raw)}`)
+  }
+  return { host: given ?? host, port }
+}
+
 export function loadDotEnv(path = '.env'): void {
   if (existsSync(path)) process.loadEnvFile(path)
 }
@@ -341,6 +357,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Loopback unless asked: a first `npm start` prints a key with every scope, and must not
     // offer it to the network. HOST=0.0.0.0 (or an address) for a deployment.
     host: env.HOST || '127.0.0.1',
+    metricsListen: listenAddress(env, 'METRICS_LISTEN', env.HOST || '127.0.0.1'),
     dataDir: env.DATA_DIR || './data',
     databaseUrl,
     databaseDirectUrl,

@@ -3,7 +3,8 @@ import type { Database } from '../db/engine.ts'
 import { LoginCodeExpiredError, LoginCodeInvalidError } from '../errors.ts'
 import { addressGroup } from '../lib/client-address.ts'
 import { findUserIdByPhone } from './account-claims.ts'
-import { checkBudgets, lockBudgets, rememberRequester, sweepKnownRequesters, type LoginCodeLimits, type SendKey } from './send-budgets.ts'
+import { LoginCodeCounts, type VerifyRefusal } from './login-code-counts.ts'
+import { checkBudgets, lockBudgets, rememberRequester, SendRefusedError, sweepKnownRequesters, type LoginCodeLimits, type SendKey } from './send-budgets.ts'
 import type { SmsSender } from './sms/sms-sender.ts'
 
 /**
@@ -37,10 +38,13 @@ export interface LoginCodesDeps {
 interface CodeRow { id: string; phone: string; code_mac: string; attempts: number; expires_at: number; used_at: number | null }
 
 export class LoginCodes {
+  /** What this process's codes and texts came to (/metrics). */
+  readonly counts: LoginCodeCounts
   readonly #deps: LoginCodesDeps
 
   constructor(deps: LoginCodesDeps) {
     this.#deps = deps
+    this.counts = new LoginCodeCounts(deps.sms.kind)
   }
 
   #mac(purpose: string, value: string): string {
@@ -70,7 +74,12 @@ export class LoginCodes {
     const hasAccount = await db.transaction(async (tx) => {
       await lockBudgets(tx, key)
       const texted = (await findUserIdByPhone(tx, input.phone)) !== null
-      await checkBudgets(tx, limits, key, now)
+      try {
+        await checkBudgets(tx, limits, key, now)
+      } catch (err) {
+        if (err instanceof SendRefusedError) this.counts.refusedAt('send', err.budget)
+        throw err
+      }
       // A resend replaces the code: only the newest one of a login counts.
       await tx.run('UPDATE login_codes SET used_at = $2 WHERE interaction_uid = $1 AND used_at IS NULL', [input.interactionUid, now])
       await tx.run(`INSERT INTO login_codes (id, interaction_uid, phone, prefix, client_hash, code_mac, attempts, created_at, expires_at, used_at, texted)
@@ -78,10 +87,14 @@ export class LoginCodes {
       [id, input.interactionUid, input.phone, key.prefix, key.requester, this.#mac('code', `${id}\0${code}`), now, now + CODE_TTL_MS, texted ? 1 : 0])
       return texted
     })
+    this.counts.sent.add({})
     // After the answer, whichever way: delivery time is not the caller's to measure.
     setImmediate(() => {
       if (!hasAccount) return
-      this.#deps.sms.send({ to: input.phone, text: this.#text(code) }).catch((err: unknown) => this.#deps.onDeliveryError(err))
+      this.#deps.sms.send({ to: input.phone, text: this.#text(code) }).then(() => this.counts.smsOutcome(), (err: unknown) => {
+        this.counts.smsOutcome(err)
+        this.#deps.onDeliveryError(err)
+      })
     })
     return { expiresInS: CODE_TTL_MS / 1000, resendAfterS: limits.cooldownS }
   }
@@ -100,24 +113,31 @@ export class LoginCodes {
     const now = input.now ?? Date.now()
     const row = await db.get<CodeRow>(`SELECT id, phone, code_mac, attempts, expires_at, used_at FROM login_codes
       WHERE interaction_uid = $1 ORDER BY created_at DESC LIMIT 1`, [input.interactionUid])
-    const expired = () => new LoginCodeExpiredError('this code has expired or was used up: ask for a new one', { field: 'code' })
-    if (row === undefined) throw new LoginCodeExpiredError('no code was sent for this login: ask for one first', { field: 'code' })
-    if (row.used_at !== null || Number(row.expires_at) <= now || Number(row.attempts) >= MAX_ATTEMPTS) throw expired()
+    const refused = <E extends Error>(reason: VerifyRefusal, err: E): E => {
+      this.counts.refusedAt('verify', reason)
+      return err
+    }
+    const expired = (reason: VerifyRefusal) => refused(reason, new LoginCodeExpiredError('this code has expired or was used up: ask for a new one', { field: 'code' }))
+    if (row === undefined) throw refused('no_code', new LoginCodeExpiredError('no code was sent for this login: ask for one first', { field: 'code' }))
+    if (row.used_at !== null) throw expired('used')
+    if (Number(row.expires_at) <= now) throw expired('expired')
+    if (Number(row.attempts) >= MAX_ATTEMPTS) throw expired('no_tries_left')
     // Count the try first (atomically): parallel guesses cannot get past the limit.
     const counted = await db.run('UPDATE login_codes SET attempts = attempts + 1 WHERE id = $1 AND used_at IS NULL AND attempts < $2', [row.id, MAX_ATTEMPTS])
-    if (counted === 0) throw expired()
+    if (counted === 0) throw expired('no_tries_left')
     const attemptsLeft = MAX_ATTEMPTS - (Number(row.attempts) + 1)
     const given = Buffer.from(this.#mac('code', `${row.id}\0${/^\d{6}$/.test(input.code) ? input.code : ''}`), 'hex')
     const stored = Buffer.from(row.code_mac, 'hex')
-    const wrong = () => new LoginCodeInvalidError(`wrong code; ${attemptsLeft} ${attemptsLeft === 1 ? 'try' : 'tries'} left`, attemptsLeft)
-    if (given.length !== stored.length || !timingSafeEqual(given, stored)) throw attemptsLeft > 0 ? wrong() : expired()
+    const wrong = () => refused('wrong_code', new LoginCodeInvalidError(`wrong code; ${attemptsLeft} ${attemptsLeft === 1 ? 'try' : 'tries'} left`, attemptsLeft))
+    if (given.length !== stored.length || !timingSafeEqual(given, stored)) throw attemptsLeft > 0 ? wrong() : expired('no_tries_left')
     const used = await db.run('UPDATE login_codes SET used_at = $2 WHERE id = $1 AND used_at IS NULL', [row.id, now])
-    if (used === 0) throw expired()
+    if (used === 0) throw expired('used')
     const userId = await findUserIdByPhone(db, row.phone)
     // No account: no code was ever sent, so only a guess gets here; it is answered as one.
     if (userId === null) throw wrong()
     // This requester holds the number: strangers' sends to it no longer keep it from a code.
     if (input.clientIp !== undefined) await rememberRequester(db, row.phone, this.#requester(input.clientIp), now)
+    this.counts.verified.add({})
     return { userId, phone: row.phone }
   }
 

@@ -79,7 +79,20 @@ export const COUNT_BUDGETS = `SELECT
     (SELECT COUNT(*) FROM login_codes WHERE prefix = $2 AND texted = 1 AND created_at > $4) AS prefix,
     (SELECT COUNT(*) FROM login_known_requesters WHERE phone = $1 AND client_hash = $3 AND logged_in_at > $5) AS known`
 
-/** Throws RateLimitedError (429 with Retry-After) when this send is over a budget; call with the budgets locked. */
+/** The budget a refused send was over (a metric's label: kns_login_codes_refused_total). */
+export type SendBudget = 'cooldown' | 'number_and_requester' | 'number' | 'requester' | 'prefix'
+export const SEND_BUDGETS: readonly SendBudget[] = ['cooldown', 'number_and_requester', 'number', 'requester', 'prefix']
+
+/** A send over a budget: 429 with Retry-After, naming the budget for the metrics. */
+export class SendRefusedError extends RateLimitedError {
+  readonly budget: SendBudget
+  constructor(budget: SendBudget, message: string, retryAfterS: number) {
+    super(message, retryAfterS)
+    this.budget = budget
+  }
+}
+
+/** Throws SendRefusedError (429 with Retry-After) when this send is over a budget; call with the budgets locked. */
 export async function checkBudgets(tx: Executor, limits: LoginCodeLimits, key: SendKey, now: number): Promise<void> {
   const since = now - HOUR_MS
   // The same statement whatever the number: the work does not tell whether it has an account.
@@ -87,23 +100,23 @@ export async function checkBudgets(tx: Executor, limits: LoginCodeLimits, key: S
   const last = counted?.last == null ? null : Number(counted.last)
   if (last !== null && now - last < limits.cooldownS * 1000) {
     const wait = Math.ceil((last + limits.cooldownS * 1000 - now) / 1000)
-    throw new RateLimitedError(`a code was sent to this number a moment ago; ask again in ${wait} s`, wait)
+    throw new SendRefusedError('cooldown', `a code was sent to this number a moment ago; ask again in ${wait} s`, wait)
   }
   const over = (count: unknown, max: number) => Number(count) >= max
   const known = Number(counted?.known) > 0
   if (over(counted?.pair, limits.perNumber)) {
-    throw await hourly(tx, 'this number from this network address', 'phone = $2 AND client_hash = $3', [key.phone, key.requester], now)
+    throw await hourly(tx, 'number_and_requester', 'this number from this network address', 'phone = $2 AND client_hash = $3', [key.phone, key.requester], now)
   }
-  if (!known && over(counted?.total, limits.perNumberTotal)) throw await hourly(tx, 'this number', 'phone = $2', [key.phone], now)
-  if (over(counted?.requester, limits.perIp)) throw await hourly(tx, 'this network address', 'client_hash = $2 AND texted = 1', [key.requester], now)
-  if (!known && over(counted?.prefix, limits.perPrefix)) throw await hourly(tx, 'numbers of this range', 'prefix = $2 AND texted = 1', [key.prefix], now)
+  if (!known && over(counted?.total, limits.perNumberTotal)) throw await hourly(tx, 'number', 'this number', 'phone = $2', [key.phone], now)
+  if (over(counted?.requester, limits.perIp)) throw await hourly(tx, 'requester', 'this network address', 'client_hash = $2 AND texted = 1', [key.requester], now)
+  if (!known && over(counted?.prefix, limits.perPrefix)) throw await hourly(tx, 'prefix', 'numbers of this range', 'prefix = $2 AND texted = 1', [key.prefix], now)
 }
 
 /** The limit error, with the wait until the oldest send the budget counted falls out of the hour. */
-async function hourly(tx: Executor, what: string, where: string, values: string[], now: number): Promise<RateLimitedError> {
+async function hourly(tx: Executor, budget: SendBudget, what: string, where: string, values: string[], now: number): Promise<SendRefusedError> {
   const oldest = await tx.get<{ t: number }>(`SELECT MIN(created_at) AS t FROM login_codes WHERE created_at > $1 AND ${where}`, [now - HOUR_MS, ...values])
   const wait = Math.max(1, Math.ceil((Number(oldest?.t ?? now) + HOUR_MS - now) / 1000))
-  return new RateLimitedError(`too many login codes sent to ${what} this hour; try again in ${Math.ceil(wait / 60)} min`, wait)
+  return new SendRefusedError(budget, `too many login codes sent to ${what} this hour; try again in ${Math.ceil(wait / 60)} min`, wait)
 }
 
 /** Records that `requester` logged in to `phone`: the cross-requester budgets no longer hold it for that number. */

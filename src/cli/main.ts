@@ -172,7 +172,7 @@ export async function main(argv: string[]): Promise<number> {
         await (await openService(config, { role: 'server', pinSecret: true })).close()
         const { buildPagesIfStale } = await import('./serve.ts')
         buildPagesIfStale()
-        runPrimary(workers, (line) => process.stdout.write(`${JSON.stringify({ ...line, time: Date.now(), role: 'primary', pid: process.pid })}\n`))
+        await runPrimary(workers, (line) => process.stdout.write(`${JSON.stringify({ ...line, time: Date.now(), role: 'primary', pid: process.pid })}\n`), config.metricsListen)
         return -1
       }
     }

@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
+import { listenForMetrics } from '../http/metrics-listener.ts'
+import { inWorkerPool } from '../lib/cluster-metrics.ts'
 import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
 import { checkLedger } from '../ledger/ledger.ts'
 import type { Service } from '../service.ts'
@@ -105,6 +107,7 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   closeGracefully(app, service, sip)
   const { port } = service.config
   await app.listen({ port, host: service.config.host, ...(ownSockets(port) ? { exclusive: true, reusePort: true } : {}) })
+  await serveMetricsApart(app, service)
   if (sip !== undefined) {
     await sip.listen({ ownSocket: ownSockets(service.config.sip!.port) })
     const { host } = service.config.sip!
@@ -124,6 +127,18 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   announceListening()
   void reportLedger(app, service)
   return app
+}
+
+/**
+ * METRICS_LISTEN: /metrics on its own listener, closed with the API's. Under `kns serve
+ * --workers` the primary listens instead (src/cli/workers.ts), answering with every worker's sum.
+ */
+async function serveMetricsApart(app: FastifyInstance, service: Service): Promise<void> {
+  const address = service.config.metricsListen
+  if (address === undefined || inWorkerPool()) return
+  const server = await listenForMetrics(address, () => app.metrics.render())
+  app.server.once('close', () => server.close())
+  app.log.info({ metrics: `${address.host}:${address.port}` }, '/metrics served on METRICS_LISTEN only')
 }
 
 /**

@@ -13,6 +13,7 @@ import { createServer, isIPv6 } from 'node:net'
 import { availableParallelism } from 'node:os'
 import type { Config } from '../config.ts'
 import { ConfigError } from '../errors.ts'
+import { listenForMetrics } from '../http/metrics-listener.ts'
 import { serveClusterMetrics, toPrimary } from '../lib/cluster-metrics.ts'
 
 /** Restarting a worker that keeps dying is slowed down to at most one a second... */
@@ -92,9 +93,11 @@ export function announceListening(): void {
 
 /**
  * The primary: forks `count` workers (each runs `kns serve` as a worker), replaces one that
- * dies, and on SIGTERM/SIGINT stops them all (each finishes its requests) and exits.
+ * dies, and on SIGTERM/SIGINT stops them all (each finishes its requests) and exits. With
+ * METRICS_LISTEN it serves /metrics there itself (every worker's sum), listening before any
+ * worker starts, so a taken address stops the start.
  */
-export function runPrimary(count: number, log: (line: Record<string, unknown>) => void): void {
+export async function runPrimary(count: number, log: (line: Record<string, unknown>) => void, metricsListen?: Config['metricsListen']): Promise<void> {
   // A listener that does not take a socket of its own (port 0) shares the primary's, and the
   // workers accept from it themselves: node:cluster's default on Linux (round-robin: the primary
   // accepts and hands each connection over) loses a connection handed to a worker that has just
@@ -129,7 +132,11 @@ export function runPrimary(count: number, log: (line: Record<string, unknown>) =
     setTimeout(() => process.exit(1), STOP_GRACE_MS).unref()
     if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
   }
-  serveClusterMetrics(serving)
+  const machine = serveClusterMetrics(serving)
+  if (metricsListen !== undefined) {
+    await listenForMetrics(metricsListen, () => machine.render())
+    log({ level: 'info', msg: '/metrics served on METRICS_LISTEN only (every worker\'s sum)', metrics: `${metricsListen.host}:${metricsListen.port}` })
+  }
   cluster.on('message', (worker: Worker, message: unknown) => {
     if ((message as { kns?: unknown } | null)?.kns !== 'listening') return
     serving.add(worker.id)

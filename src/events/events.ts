@@ -10,7 +10,7 @@ import { prune, type PruneCounts } from './prune.ts'
 const RETENTION_SWEEP_MS = 3600_000
 import { LedgerWatcher } from './ledger-watcher.ts'
 import { MAX_RESPONSE_BYTES } from './webhooks/attempt.ts'
-import { DeliveryWorker } from './webhooks/delivery-worker.ts'
+import { DeliveryWorker, type FailedAttempt } from './webhooks/delivery-worker.ts'
 
 /** How often expired approvals are looked for: their events go out within about this long. */
 const EXPIRY_SWEEP_MS = 1000
@@ -25,6 +25,8 @@ export class Events {
   readonly watcher: LedgerWatcher
   readonly sweeper: ExpirySweeper
   readonly outbound: OutboundOptions
+  /** Told of each failed webhook delivery attempt (the server logs it: src/http/observability.ts). */
+  onDeliveryFailed: ((failed: FailedAttempt) => void) | undefined
   readonly #config: Config
   readonly #db: Database
   readonly #secret: () => Buffer
@@ -63,6 +65,7 @@ export class Events {
       outbound: this.outbound,
       retry: { baseMs: this.#config.webhookRetryBaseMs, giveUpAfterMs: this.#config.webhookGiveUpAfterS * 1000 },
       fairness: { perEndpoint: this.#config.webhookEndpointConcurrency, breakerFailures: this.#config.webhookBreakerFailures },
+      onFailedAttempt: (failed) => this.onDeliveryFailed?.(failed),
     })
   }
 

@@ -5,11 +5,23 @@ import type { DatabaseState } from '../db/engine.ts'
 import { OverloadedError } from '../errors.ts'
 import { clusterMetrics, ClusterMetricsUnavailable } from '../lib/cluster-metrics.ts'
 import { RedisRateLimiter } from '../lib/rate-limiter.ts'
+import { Tally } from '../lib/tally.ts'
+import { ATTEMPT_FAILURES } from '../events/webhooks/attempt.ts'
 import { oldestPendingAgeMs } from '../events/webhooks/deliveries.ts'
 import { listSubscriptions } from '../events/webhooks/subscriptions.ts'
 import type { Service } from '../service.ts'
 
-/** /healthz (process alive), /readyz (database reachable and writable) and Prometheus /metrics. */
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This process's /metrics text (the machine's sum in a worker of `kns serve --workers`): what METRICS_LISTEN serves. */
+    metrics: { render(): Promise<string> }
+  }
+}
+
+/**
+ * /healthz (process alive), /readyz (database reachable and writable) and Prometheus /metrics:
+ * on the public port, or with METRICS_LISTEN only on a listener of its own (src/cli/serve.ts).
+ */
 export function registerObservability(app: FastifyInstance, service: Service, sources: Array<{ register(registry: Registry): void }> = []): void {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'kns_' })
@@ -25,6 +37,9 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   watchRateLimiter(app, service, registry)
   watchLedger(service, registry)
   watchEvents(service, registry)
+  watchLoginCodes(service, registry)
+  watchCalls(service, registry)
+  logFailedDeliveries(app, service)
 
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: bounded label values, no secrets from queries.
@@ -59,10 +74,13 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   // Under `kns serve --workers`, the machine's series (every worker's, added up), whichever
   // worker is scraped: src/lib/cluster-metrics.ts.
   const metrics = clusterMetrics(registry)
+  app.decorate('metrics', { render: () => metrics.render() })
   app.addHook('onClose', (_instance, done) => {
     metrics.close()
     done()
   })
+  // On its own listener only: the public port answers 404, as for any unknown path.
+  if (service.config.metricsListen !== undefined) return
   app.get('/metrics', { schema: hidden }, async (_request, reply) => {
     try {
       const text = await metrics.render()
@@ -192,6 +210,10 @@ function watchEvents(service: Service, registry: Registry): void {
   countsOf(registry, 'kns_webhook_deliveries_total',
     'Webhook delivery attempts by result: delivered (2xx), retried (failed, scheduled again), failed (given up)',
     'result', () => (events.started ? events.deliveries.counts : idle), ['delivered', 'retried', 'failed'])
+  const idleFailures = new Tally<'reason'>(['reason'], ATTEMPT_FAILURES.map((reason) => ({ reason })))
+  tallyOf(registry, 'kns_webhook_failed_attempts_total',
+    'Failed webhook delivery attempts (retried or given up) by reason: http_3xx, http_4xx, http_5xx, http_other, timeout, network, refused, removed, secret',
+    () => (events.started ? events.deliveries.failures : idleFailures))
   new Gauge({
     name: 'kns_webhook_oldest_pending_age_seconds',
     help: 'Age of the oldest webhook delivery not yet delivered nor given up (0 when none)',
@@ -236,6 +258,69 @@ function watchEvents(service: Service, registry: Registry): void {
     help: 'transaction_details?wait= requests this process holds now, each waiting for a decision (its own or another process\'s)',
     registers: [registry],
     collect() { this.set(service.decisionWaiters.size) },
+  })
+}
+
+/**
+ * The login codes (sent, verified, refused by step and reason) and their texts (accepted or not
+ * by the SMSC or gateway, by delivery and reason): src/accounts/login-code-counts.ts.
+ */
+function watchLoginCodes(service: Service, registry: Registry): void {
+  const counts = service.accounts.codes.counts
+  tallyOf(registry, 'kns_sms_sent_total', 'Texts (login codes) the SMSC or gateway accepted, by delivery (log: written to the log instead)', counts.smsSent)
+  tallyOf(registry, 'kns_sms_failed_total',
+    'Texts (login codes) not accepted, by delivery and reason (timeout, network, refused, throttled, rejected, closed, other)', counts.smsFailed)
+  tallyOf(registry, 'kns_login_codes_sent_total', 'Login codes issued (answered 202; texted only to a number with an account)', counts.sent)
+  tallyOf(registry, 'kns_login_codes_verified_total', 'Login codes checked right (the login goes on)', counts.verified)
+  tallyOf(registry, 'kns_login_codes_refused_total',
+    'Login codes refused, by step: send (over a budget: cooldown, number_and_requester, number, requester, prefix) or verify (no_code, expired, used, no_tries_left, wrong_code)',
+    counts.refused)
+}
+
+/** Call verifications by verstat and failure code (every interface), and PASSporTs signed by credential. */
+function watchCalls(service: Service, registry: Registry): void {
+  tallyOf(registry, 'kns_call_verifications_total', 'Call verifications by verstat and failure code (none when verified): HTTP and SIP alike', service.callVerifier.counts)
+  const credentials = service.shakenCredentials
+  tallyOf(registry, 'kns_shaken_signatures_total', 'PASSporTs signed (STI-AS, HTTP and SIP) by credential name and ppt (shaken, div)', credentials.signatures,
+    // The credentials are read once (then cached): each one's series exist from the first scrape.
+    async () => { await credentials.all().catch(() => {}) })
+}
+
+/**
+ * Each failed webhook delivery attempt, as a warning: whose (subscription), what (event), which
+ * attempt, why (status, reason class) and when it is tried again. Never the URL (its query may
+ * hold a token), the secret, or what the endpoint answered (its text is in the deliveries list).
+ */
+function logFailedDeliveries(app: FastifyInstance, service: Service): void {
+  service.events.onDeliveryFailed = (failed) => {
+    const next = failed.nextAttemptAt === null ? null : new Date(failed.nextAttemptAt).toISOString()
+    app.log.warn({
+      webhook: failed.subscriptionId, eventId: failed.eventId, attempt: failed.attempt, status: failed.status, reason: failed.reason, nextAttemptAt: next,
+    }, next === null ? 'webhook delivery failed; given up (kns webhook deliveries --failed)' : `webhook delivery attempt failed; retrying at ${next}`)
+  }
+  app.addHook('onClose', (_instance, done) => {
+    service.events.onDeliveryFailed = undefined
+    done()
+  })
+}
+
+/**
+ * A Prometheus counter that shows a Tally (src/lib/tally.ts): on each scrape, its counts as
+ * they are (they only grow). `before` runs first (e.g. to learn the label values to show at 0).
+ */
+function tallyOf<L extends string>(registry: Registry, name: string, help: string, source: Tally<L> | (() => Tally<L>), before?: () => Promise<void>): void {
+  const read = typeof source === 'function' ? source : () => source
+  const tally = read()
+  new Counter({
+    name, help, registers: [registry], labelNames: tally.labels,
+    async collect() {
+      await before?.()
+      this.reset()
+      for (const { values, count } of read().entries()) {
+        if (tally.labels.length === 0) this.inc(count)
+        else this.inc(values as Partial<Record<L, string>>, count)
+      }
+    },
   })
 }
 

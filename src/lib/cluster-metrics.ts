@@ -145,35 +145,43 @@ function send(worker: Worker, message: Message): void {
   if (worker.isConnected()) worker.send(message, undefined, undefined, () => {})
 }
 
+/** Who waits for a collection's sum: a worker that was scraped, or the primary's own METRICS_LISTEN. */
+type Asker = (answer: { text: string } | { error: string }) => void
+
 /**
- * In the primary: answers the workers' asks with the machine's series. `serving` is the set of
- * workers that have said they serve (one still starting has no one to answer yet).
+ * In the primary: answers the workers' asks with the machine's series, and returns the same sum
+ * for the primary itself (METRICS_LISTEN under `kns serve --workers` is served by the primary).
+ * `serving` is the set of workers that have said they serve (one still starting has no one to answer yet).
  */
-export function serveClusterMetrics(serving: ReadonlySet<number>): void {
+export function serveClusterMetrics(serving: ReadonlySet<number>): { render(): Promise<string> } {
   const machine = new MachineSeries()
   /** The collection under way: who asked, and whom it still waits for. */
-  let current: { id: string; askers: Array<{ worker: Worker; id: string }>; waiting: Set<number>; reporting: number; timer: NodeJS.Timeout } | undefined
+  let current: { id: string; askers: Asker[]; waiting: Set<number>; reporting: number; timer: NodeJS.Timeout } | undefined
   const finish = () => {
     const collection = current
     if (collection === undefined) return
     current = undefined
     clearTimeout(collection.timer)
     machine.render(Object.keys(cluster.workers ?? {}).length, collection.reporting).then(
-      (text) => { for (const asker of collection.askers) send(asker.worker, { type: ALL, id: asker.id, text }) },
-      (err: Error) => { for (const asker of collection.askers) send(asker.worker, { type: ALL, id: asker.id, error: err.message }) },
+      (text) => { for (const asker of collection.askers) asker({ text }) },
+      (err: Error) => { for (const asker of collection.askers) asker({ error: err.message }) },
     )
+  }
+  const ask = (asker: Asker) => {
+    if (current !== undefined) {
+      current.askers.push(asker)
+      return
+    }
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected() && serving.has(w.id))
+    const id = randomUUID()
+    current = { id, askers: [asker], waiting: new Set(workers.map((w) => w.id)), reporting: 0, timer: setTimeout(finish, COLLECT_TIMEOUT_MS) }
+    for (const each of workers) send(each, { type: COLLECT, id })
+    if (current.waiting.size === 0) finish()
   }
   cluster.on('message', (worker: Worker, message: Message) => {
     if (message?.type === ASK && typeof message.id === 'string') {
-      if (current !== undefined) {
-        current.askers.push({ worker, id: message.id })
-        return
-      }
-      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected() && serving.has(w.id))
-      const id = randomUUID()
-      current = { id, askers: [{ worker, id: message.id }], waiting: new Set(workers.map((w) => w.id)), reporting: 0, timer: setTimeout(finish, COLLECT_TIMEOUT_MS) }
-      for (const each of workers) send(each, { type: COLLECT, id })
-      if (current.waiting.size === 0) finish()
+      const id = message.id
+      ask((answer) => send(worker, { type: ALL, id, ...answer }))
     } else if (message?.type === OWN && current !== undefined && message.id === current.id) {
       if (!current.waiting.delete(worker.id)) return
       if (Array.isArray(message.metrics)) {
@@ -188,4 +196,9 @@ export function serveClusterMetrics(serving: ReadonlySet<number>): void {
     // Not waited for any longer.
     if (current !== undefined && current.waiting.delete(worker.id) && current.waiting.size === 0) finish()
   })
+  return {
+    render: () => new Promise<string>((resolve, reject) => {
+      ask((answer) => ('text' in answer ? resolve(answer.text) : reject(new ClusterMetricsUnavailable(answer.error))))
+    }),
+  }
 }

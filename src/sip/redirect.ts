@@ -186,6 +186,7 @@ async function signing(service: Service, policy: RedirectPolicy, request: SipReq
     if (divertedFrom !== undefined) return await diverting(service, request, { caller: caller.tn, divertedFrom, called }, credentials, binding)
     const credential = chooseCredential(credentials, binding, { signerTN: caller.tn, field: 'P-Asserted-Identity', attest: attestation })
     const { identity } = await signPassport(credential, { orig: caller.tn, dest: [called], attest: attestation, iat: Math.floor(Date.now() / 1000), origid: origidOf(source) })
+    service.shakenCredentials.signed(credential, 'shaken')
     return { ...MOVED, headers: [['Contact', `<${onward(request)}>`], ['Identity', identity]] }
   } catch (err) {
     if (!(err instanceof KnsError)) throw err
@@ -216,6 +217,7 @@ async function diverting(service: Service, request: SipRequest, call: { caller: 
   if (decision.kind !== 'sign') return refused(decision.sip.code, decision.sip.text, decision.why)
   // iat after the verification, which may have waited for a certificate.
   const { identity } = await signDivPassport(credential, { orig: caller, div: divertedFrom, dest: [called], iat: Math.floor(Date.now() / 1000) })
+  service.shakenCredentials.signed(credential, 'div')
   return { ...MOVED, headers: [contact, ['Identity', identity]] }
 }
 

@@ -5,6 +5,7 @@ import type { Database, Executor } from '../../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../../errors.ts'
 import { checkOutboundUrl, OutboundRefusedError } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
+import { Tally } from '../../lib/tally.ts'
 import { missingShakenPolicy } from './certificate-policy.ts'
 import { certificateFacts, nameOf, parseCertificates, type TnAuthList } from './x509.ts'
 
@@ -115,6 +116,11 @@ export async function removeCredential(db: Database, name: string): Promise<void
  * when the change signal says they changed.
  */
 export class Credentials {
+  /**
+   * PASSporTs this process signed, by credential (its name: operator-made, a handful) and ppt
+   * (shaken or div), for /metrics; each credential's start at 0 once the credentials are read.
+   */
+  readonly signatures = new Tally<'credential' | 'ppt'>(['credential', 'ppt'])
   readonly #db: Executor
   readonly #box: () => SealedBox
   #loaded: Promise<Map<string, SigningCredential>> | undefined
@@ -132,8 +138,14 @@ export class Credentials {
     return this.#loaded
   }
 
+  /** A PASSporT was signed with `credential`. */
+  signed(credential: Credential, ppt: 'shaken' | 'div'): void {
+    this.signatures.add({ credential: credential.name, ppt })
+  }
+
   async #load(): Promise<Map<string, SigningCredential>> {
     const rows = await this.#db.all<CredentialRow>('SELECT * FROM shaken_credentials ORDER BY name')
+    for (const row of rows) for (const ppt of ['shaken', 'div']) this.signatures.add({ credential: row.name, ppt }, 0)
     const box = rows.length === 0 ? null : this.#box()
     return new Map(rows.map((row) => [row.name, {
       ...describe(row), chainPem: row.chain_pem, key: createPrivateKey(box!.open(row.key_sealed)),

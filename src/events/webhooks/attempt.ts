@@ -3,10 +3,18 @@ import type { SealedBox } from '../../lib/sealed-box.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
 import { webhookHeaders } from './signature.ts'
 
+/**
+ * Why an attempt failed, as a class (a metric's label, a log line's field; `error` says the
+ * rest): the endpoint's answer by status class, no answer in time, no connection, a URL or
+ * address the guarded client refused, a subscription removed, a secret that cannot be opened.
+ */
+export type AttemptFailure = 'http_3xx' | 'http_4xx' | 'http_5xx' | 'http_other' | 'timeout' | 'network' | 'refused' | 'removed' | 'secret'
+export const ATTEMPT_FAILURES: readonly AttemptFailure[] = ['http_3xx', 'http_4xx', 'http_5xx', 'http_other', 'timeout', 'network', 'refused', 'removed', 'secret']
+
 /** What one attempt came to. */
 export type AttemptOutcome =
   | { delivered: true; status: number }
-  | { delivered: false; status: number | null; error: string; retry: boolean }
+  | { delivered: false; status: number | null; error: string; reason: AttemptFailure; retry: boolean }
 
 /** Response bytes kept from an endpoint: enough for an error message in `deliveries`. */
 export const MAX_RESPONSE_BYTES = 4096
@@ -22,25 +30,33 @@ export const MAX_RESPONSE_BYTES = 4096
  */
 export async function attemptDelivery(delivery: ClaimedDelivery, box: SealedBox, outbound: OutboundOptions, now: () => number): Promise<AttemptOutcome> {
   // Queued by a decision that committed as its subscription was being removed: not sent.
-  if (delivery.removed) return { delivered: false, status: null, error: 'subscription removed', retry: false }
+  if (delivery.removed) return { delivered: false, status: null, error: 'subscription removed', reason: 'removed', retry: false }
   let secret: string
   try {
     secret = box.open(delivery.secretSealed)
   } catch {
     // Another server secret than the one it was sealed with: no attempt can ever succeed.
-    return { delivered: false, status: null, error: 'the signing secret cannot be opened (KNS_SECRET changed?)', retry: false }
+    return { delivered: false, status: null, error: 'the signing secret cannot be opened (KNS_SECRET changed?)', reason: 'secret', retry: false }
   }
   const headers = webhookHeaders(secret, delivery.eventId, delivery.body, now())
   let response
   try {
     response = await outboundRequest(delivery.url, { method: 'POST', headers, body: delivery.body }, outbound)
   } catch (err) {
-    return { delivered: false, status: null, error: err instanceof OutboundRefusedError ? `refused: ${err.message}` : describeOutboundFailure(err), retry: true }
+    const reason = err instanceof OutboundRefusedError ? 'refused' : err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : 'network'
+    return { delivered: false, status: null, error: err instanceof OutboundRefusedError ? `refused: ${err.message}` : describeOutboundFailure(err), reason, retry: true }
   }
   if (response.status >= 200 && response.status < 300) return { delivered: true, status: response.status }
   const said = response.body.toString('utf8').replace(/\s+/g, ' ').trim().slice(0, 200)
   const redirect = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : ''
-  return { delivered: false, status: response.status, error: `answered HTTP ${response.status}${redirect}${said === '' ? '' : `: ${said}`}`, retry: true }
+  return { delivered: false, status: response.status, error: `answered HTTP ${response.status}${redirect}${said === '' ? '' : `: ${said}`}`, reason: statusClass(response.status), retry: true }
+}
+
+function statusClass(status: number): AttemptFailure {
+  if (status >= 300 && status < 400) return 'http_3xx'
+  if (status >= 400 && status < 500) return 'http_4xx'
+  if (status >= 500 && status < 600) return 'http_5xx'
+  return 'http_other'
 }
 
 /**

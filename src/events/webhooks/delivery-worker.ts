@@ -1,7 +1,8 @@
 import type { Database } from '../../db/engine.ts'
 import type { OutboundOptions } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
-import { attemptDelivery, nextAttemptAt, type AttemptOutcome } from './attempt.ts'
+import { Tally } from '../../lib/tally.ts'
+import { ATTEMPT_FAILURES, attemptDelivery, nextAttemptAt, type AttemptFailure, type AttemptOutcome } from './attempt.ts'
 import { claimDue, DEFAULT_FAIRNESS, endpointAnswered, endpointFailed, markAttemptFailed, markDelivered, type ClaimedDelivery, type Fairness } from './deliveries.ts'
 
 /** Within the server's shutdown grace (10 s), with room for the rest of the shutdown. */
@@ -16,6 +17,15 @@ export interface DeliveryWorkerOptions {
   pollMs?: number
   /** Per-endpoint concurrency and the circuit breaker (WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_BREAKER_FAILURES). */
   fairness?: Fairness
+  /** Each failed attempt, once recorded (the server logs it). */
+  onFailedAttempt?: (failed: FailedAttempt) => void
+}
+
+/** A failed attempt as the server logs it: never the URL, the secret or what the endpoint answered. */
+export interface FailedAttempt {
+  subscriptionId: string; eventId: string; attempt: number; status: number | null; reason: AttemptFailure
+  /** When it is tried again; null: given up. */
+  nextAttemptAt: number | null
 }
 
 /** What this process did, for /metrics. */
@@ -29,6 +39,8 @@ export interface DeliveryCounts { delivered: number; retried: number; failed: nu
  */
 export class DeliveryWorker {
   readonly counts: DeliveryCounts = { delivered: 0, retried: 0, failed: 0 }
+  /** Failed attempts (retried or given up) by reason, for /metrics. */
+  readonly failures = new Tally<'reason'>(['reason'], ATTEMPT_FAILURES.map((reason) => ({ reason })))
   readonly #db: Database
   readonly #box: SealedBox
   readonly #options: Required<DeliveryWorkerOptions>
@@ -43,7 +55,7 @@ export class DeliveryWorker {
   constructor(db: Database, box: SealedBox, options: DeliveryWorkerOptions) {
     this.#db = db
     this.#box = box
-    this.#options = { concurrency: 32, pollMs: 1000, fairness: DEFAULT_FAIRNESS, ...options }
+    this.#options = { concurrency: 32, pollMs: 1000, fairness: DEFAULT_FAIRNESS, onFailedAttempt: () => {}, ...options }
     // Past the attempt's deadline with room to record its outcome, so a live attempt keeps its
     // claim; short enough that a killed process's claims are taken again within seconds.
     this.#leaseMs = options.outbound.timeoutMs * 2 + 5000
@@ -122,6 +134,9 @@ export class DeliveryWorker {
     await markAttemptFailed(this.#db, delivery, { status: outcome.status, error: outcome.error }, now, retryAt)
     if (retryAt === null) this.counts.failed++
     else this.counts.retried++
+    this.failures.add({ reason: outcome.reason })
+    const { subscriptionId, eventId, attempts: attempt } = delivery
+    this.#options.onFailedAttempt({ subscriptionId, eventId, attempt, status: outcome.status, reason: outcome.reason, nextAttemptAt: retryAt })
     return outcome
   }
 

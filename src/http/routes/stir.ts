@@ -92,6 +92,7 @@ export async function stirSigningRoutes(fastify: FastifyInstance, { service }: {
       if (decision.kind === 'unverified') throw new ForbiddenError(decision.why, { field: 'signingRequest.identity' })
       if (decision.kind !== 'sign') throw new ValidationError(decision.why, { field: decision.kind === 'unchanged' ? 'signingRequest.dest' : 'signingRequest.identity' })
       const { identity } = await signDivPassport(credential, { orig: digits(orig.tn), div: digits(div.tn), dest: dest.tn.map(digits), iat })
+      service.shakenCredentials.signed(credential, 'div')
       return { signingResponse: { identity } }
     }
     if (div !== undefined) throw new ValidationError('div belongs to a div PASSporT: set ppt to "div"', { field: 'signingRequest.div' })
@@ -100,6 +101,7 @@ export async function stirSigningRoutes(fastify: FastifyInstance, { service }: {
     if (origid === undefined) throw new ValidationError('a shaken PASSporT needs origid (a UUID)', { field: 'signingRequest.origid' })
     const credential = chooseCredential(credentials, binding, { signerTN: digits(orig.tn), field: 'signingRequest.orig.tn', attest, ...(named === undefined ? {} : { named }) })
     const { identity } = await signPassport(credential, { orig: digits(orig.tn), dest: dest.tn.map(digits), attest, iat, origid })
+    service.shakenCredentials.signed(credential, 'shaken')
     return { signingResponse: { identity } }
   })
 
