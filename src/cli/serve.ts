@@ -106,8 +106,8 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip] })
   closeGracefully(app, service, sip)
   const { port } = service.config
-  await app.listen({ port, host: service.config.host, ...(ownSockets(port) ? { exclusive: true, reusePort: true } : {}) })
   await serveMetricsApart(app, service)
+  await app.listen({ port, host: service.config.host, ...(ownSockets(port) ? { exclusive: true, reusePort: true } : {}) })
   if (sip !== undefined) {
     await sip.listen({ ownSocket: ownSockets(service.config.sip!.port) })
     const { host } = service.config.sip!
@@ -130,14 +130,23 @@ export async function serve(service: Service): Promise<FastifyInstance> {
 }
 
 /**
- * METRICS_LISTEN: /metrics on its own listener, closed with the API's. Under `kns serve
+ * METRICS_LISTEN: /metrics on its own listener, closed with the API's; before the API listens,
+ * so an address that cannot be had stops the start with nothing served. Under `kns serve
  * --workers` the primary listens instead (src/cli/workers.ts), answering with every worker's sum.
  */
 async function serveMetricsApart(app: FastifyInstance, service: Service): Promise<void> {
   const address = service.config.metricsListen
   if (address === undefined || inWorkerPool()) return
-  const server = await listenForMetrics(address, () => app.metrics.render())
-  app.server.once('close', () => server.close())
+  let server
+  try {
+    server = await listenForMetrics(address, () => app.metrics.render())
+  } catch (err) {
+    await app.close()
+    await service.close()
+    throw err
+  }
+  const listener = server
+  app.server.once('close', () => listener.close())
   app.log.info({ metrics: `${address.host}:${address.port}` }, '/metrics served on METRICS_LISTEN only')
 }
 
