@@ -37,6 +37,7 @@ export function registerObservability(app: FastifyInstance, service: Service, so
   watchRateLimiter(app, service, registry)
   watchLedger(service, registry)
   watchEvents(service, registry)
+  watchDatabase(service, registry)
   watchLoginCodes(service, registry)
   watchCalls(service, registry)
   logFailedDeliveries(app, service)
@@ -258,6 +259,31 @@ function watchEvents(service: Service, registry: Registry): void {
     help: 'transaction_details?wait= requests this process holds now, each waiting for a decision (its own or another process\'s)',
     registers: [registry],
     collect() { this.set(service.decisionWaiters.size) },
+  })
+}
+
+/**
+ * The database as /readyz judges it, asked on each scrape: `kns_database_state{state}` is 1 for
+ * the state it is in (ready, read_only: a standby, e.g. during a failover; unreachable) and 0 for
+ * the others, so an alert reads `kns_database_state{state="ready"} == 0`.
+ */
+function watchDatabase(service: Service, registry: Registry): void {
+  const states = ['ready', 'read_only', 'unreachable'] as const
+  new Gauge({
+    name: 'kns_database_state',
+    help: 'The database as /readyz judges it: 1 for the state it is in (ready, read_only: a standby, unreachable), 0 for the others',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    aggregator: 'min', // under --workers: a state is shown only if every worker is in it
+    async collect() {
+      let now: typeof states[number]
+      try {
+        now = (await service.db.ping()) === 'read-only' ? 'read_only' : 'ready'
+      } catch {
+        now = 'unreachable'
+      }
+      for (const state of states) this.set({ state }, state === now ? 1 : 0)
+    },
   })
 }
 

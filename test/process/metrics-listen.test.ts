@@ -26,7 +26,7 @@ async function fresh(extra: Record<string, string> = {}): Promise<TestEnv> {
 test('METRICS_LISTEN set: /metrics answers there only (404 on the public port); nothing else is served there', async () => {
   const metricsPort = await freePort()
   const { env } = await fresh({ METRICS_LISTEN: String(metricsPort) })
-  const server = await startServer(env)
+  const server = await startServer(env, { timeoutMs: 120_000 })
   const metrics = `http://127.0.0.1:${metricsPort}/metrics`
   assert.equal((await fetch(`${server.url}/readyz`)).status, 200)
   const publicScrape = await fetch(`${server.url}/metrics`)
@@ -51,7 +51,7 @@ test('METRICS_LISTEN set: /metrics answers there only (404 on the public port); 
 
 test('METRICS_LISTEN unset: /metrics stays on the public port', async () => {
   const { env } = await fresh()
-  const server = await startServer(env)
+  const server = await startServer(env, { timeoutMs: 120_000 })
   const scrape = await fetch(`${server.url}/metrics`)
   assert.equal(scrape.status, 200)
   assert.match(await scrape.text(), /^# HELP kns_/m)
@@ -64,7 +64,7 @@ test('METRICS_LISTEN on an address in use: the server does not start, and says w
   const port = (taken.address() as { port: number }).port
   try {
     const { env } = await fresh({ METRICS_LISTEN: `127.0.0.1:${port}` })
-    const result = await runKns(['serve'], { ...env, PORT: String(await freePort()) }, { timeoutMs: 60_000 })
+    const result = await runKns(['serve'], { ...env, PORT: String(await freePort()) }, { timeoutMs: 120_000 })
     assert.notEqual(result.code, 0)
     assert.match(result.stderr + result.stdout, new RegExp(`METRICS_LISTEN 127\\.0\\.0\\.1:${port}: in use`))
   } finally {
@@ -75,7 +75,7 @@ test('METRICS_LISTEN on an address in use: the server does not start, and says w
 test('--workers 2 with METRICS_LISTEN: the primary serves both workers\' sum there; the public port answers 404', { skip: process.env.DATABASE_URL ? false : 'PostgreSQL only (--workers)' }, async () => {
   const metricsPort = await freePort()
   const { env } = await fresh({ METRICS_LISTEN: `127.0.0.1:${metricsPort}` })
-  const server = await startServer(env, { args: ['--workers', '2'], timeoutMs: 60_000 })
+  const server = await startServer(env, { args: ['--workers', '2'], timeoutMs: 120_000 })
   const listening = () => (server.stdout().match(/"msg":"worker listening"/g) ?? []).length
   const deadline = Date.now() + 30_000
   while (listening() < 2 && Date.now() < deadline) await sleep(100)
