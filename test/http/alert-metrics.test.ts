@@ -17,6 +17,8 @@ import { addSubscription } from '../../src/events/webhooks/subscriptions.ts'
 import { buildApp } from '../../src/http/app.ts'
 import { createApiKey } from '../../src/keys/api-keys.ts'
 import { SealedBox } from '../../src/lib/sealed-box.ts'
+import { parseRequest } from '../../src/sip/message.ts'
+import { redirect, type RedirectPolicy } from '../../src/sip/redirect.ts'
 import { openService, type Service } from '../../src/service.ts'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { approvalBody, newKeypair, ownedToken, createApproval } from '../support/kns.ts'
@@ -107,6 +109,20 @@ test('SHAKEN: a signature counts for its credential; a verification that passes 
     `${JSON.stringify(failed)} was a series at 0 before`)
   // Every failure code has its series, so a rate over any of them exists before it happens.
   assert.equal(sampleValue(after, 'kns_call_verifications_total', { verstat: 'No-TN-Validation', code: 'NO_TRUSTED_KEY' }), 0)
+
+  // The SIP interface counts alike: an INVITE verified (302 with verstat) and one signed.
+  const policy: RedirectPolicy = { block: new Set(), redress: null, signingBinding: async () => ({ credentials: ['carrier'], attest: ['A', 'B', 'C'], numbers: null }) }
+  const invite = (uri: string, extra: string[]) => parseRequest(Buffer.from([
+    `INVITE ${uri} SIP/2.0`, 'Via: SIP/2.0/UDP 127.0.0.1:5062;branch=z9hG4bK-metrics', 'From: <sip:+12025550142@127.0.0.1>;tag=1',
+    'To: <sip:+14155550199@127.0.0.1>', 'Call-ID: metrics-1', 'CSeq: 1 INVITE', ...extra, 'Content-Length: 0', '', '',
+  ].join('\r\n')))!
+  const verified = await redirect(service, policy, invite('sip:+14155550199@127.0.0.1;user=phone;sti=vs', [`Identity: ${identity}`]), '127.0.0.1')
+  assert.match(verified.headers.find(([name]) => name === 'P-Asserted-Identity')![1], /verstat=TN-Validation-Passed/)
+  const sipSigned = await redirect(service, policy, invite('sip:+14155550199@127.0.0.1;user=phone;sti=as', ['Attestation-Info: A']), '127.0.0.1')
+  assert.equal(sipSigned.status, 302, JSON.stringify(sipSigned))
+  const afterSip = await scrape()
+  assert.equal(sampleValue(afterSip, 'kns_call_verifications_total', passed), 2)
+  assert.equal(sampleValue(afterSip, 'kns_shaken_signatures_total', { credential: 'carrier', ppt: 'shaken' }), 2)
 })
 
 test('a webhook endpoint answering 500: failed attempts by reason, and a warning per attempt without the URL or the secret', async () => {

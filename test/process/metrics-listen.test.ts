@@ -25,7 +25,7 @@ async function fresh(extra: Record<string, string> = {}): Promise<TestEnv> {
 
 test('METRICS_LISTEN set: /metrics answers there only (404 on the public port); nothing else is served there', async () => {
   const metricsPort = await freePort()
-  const { env } = await fresh({ METRICS_LISTEN: String(metricsPort) })
+  const { env } = await fresh({ METRICS_LISTEN: String(metricsPort), LOG_LEVEL: 'info' })
   const server = await startServer(env, { timeoutMs: 120_000 })
   const metrics = `http://127.0.0.1:${metricsPort}/metrics`
   assert.equal((await fetch(`${server.url}/readyz`)).status, 200)
