@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { createServer, type Server } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { after, before, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
@@ -23,12 +21,11 @@ import { openService, type Service } from '../../src/service.ts'
 import { freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { approvalBody, newKeypair, ownedToken, createApproval } from '../support/kns.ts'
 import { sampleValue } from '../support/metrics.ts'
-import { makeShakenPki, type ShakenPki } from '../support/shaken-pki.ts'
 import { until } from '../support/until.ts'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts'
+import { startX5uServer, type X5uServer } from '../support/x5u-server.ts'
 
-let pki: ShakenPki
-let x5uHost: Server
+let x5u: X5uServer
 let fresh: TestEnv
 let service: Service
 let app: FastifyInstance
@@ -39,12 +36,8 @@ let verifier: string
 const logLines: Array<Record<string, unknown>> = []
 
 before(async () => {
-  pki = makeShakenPki({ crlUrl: 'https://127.0.0.1:1/crl.der' })
-  x5uHost = createServer({ key: pki.tls.key, cert: pki.tls.cert }, (req, res) => {
-    if (req.url === '/shaken/spc.pem') return void res.writeHead(200, { 'cache-control': 'max-age=600' }).end(pki.leaves.spc.bundle)
-    res.writeHead(404).end()
-  })
-  await new Promise<void>((resolve) => x5uHost.listen(0, '127.0.0.1', resolve))
+  x5u = await startX5uServer()
+  const { pki } = x5u
   fresh = await freshDatabaseEnv({
     STI_TRUST_ANCHORS: `${pki.dir}/root.pem`, X5U_ALLOW_PRIVATE: 'true', STI_CRL: 'off',
     WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '50', WEBHOOK_TIMEOUT_MS: '2000',
@@ -54,9 +47,8 @@ before(async () => {
   const stream = new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(JSON.parse(chunk.toString())); done() } })
   app = await buildApp(service, { logger: { level: 'warn', stream } })
   await app.ready()
-  const x5u = `https://127.0.0.1:${(x5uHost.address() as AddressInfo).port}/shaken/spc.pem`
   await addCredential(service.db, new SealedBox(service.secret, 'shaken-credentials'),
-    { name: 'carrier', keyPem: pki.leaves.spc.key, chainPem: pki.leaves.spc.bundle, x5u }, { allowPrivate: true, allowHttp: false })
+    { name: 'carrier', keyPem: pki.leaves.spc.key, chainPem: pki.leaves.spc.bundle, x5u: x5u.certUrl('spc') }, { allowPrivate: true, allowHttp: false })
   service.shakenCredentials.invalidate()
   const key = (scopes: Parameters<typeof createApiKey>[1]['scopes'], signing?: Parameters<typeof createApiKey>[1]['signing']) =>
     createApiKey(service.db, { vendor: 'Carrier SBC', scopes, rate: 100_000, ...(signing === undefined ? {} : { signing }) })
@@ -70,9 +62,7 @@ after(async () => {
   await app?.close()
   await service?.close()
   await fresh?.cleanup()
-  x5uHost?.closeAllConnections()
-  await new Promise((resolve) => x5uHost?.close(resolve))
-  pki?.cleanup()
+  await x5u?.close()
 })
 
 const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body
