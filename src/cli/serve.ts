@@ -8,6 +8,7 @@ import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
 import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
 import { checkLedger } from '../ledger/ledger.ts'
+import { stopTracing } from '../lib/tracing.ts'
 import type { Service } from '../service.ts'
 import { SipServer } from '../sip/server.ts'
 import { announceListening, ownSockets } from './workers.ts'
@@ -70,6 +71,8 @@ function closeGracefully(app: FastifyInstance, service: Service, sip: SipServer 
     idle.unref()
     Promise.all([app.close(), sip?.close()])
       .then(() => service.close())
+      // The spans still buffered are exported before the exit (a no-op without tracing).
+      .then(() => stopTracing())
       .then(() => process.exit(0), (err: unknown) => {
         app.log.error({ err }, 'error during shutdown')
         process.exit(1)
