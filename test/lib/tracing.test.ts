@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict'
 import { createPrivateKey, randomBytes, randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519'
@@ -205,4 +206,40 @@ test(`no OTLP endpoint: the SDK is not loaded, no trace_id logged (${ENGINE})`, 
   assert.ok(quiet.stdout().includes('"msg":"incoming request"'), 'the server logged its requests')
   assert.doesNotMatch(quiet.stdout(), /trace_id|span_id/)
   assert.equal(inTrace(caller.traceId).length, 0, 'nothing exported for its requests')
+})
+
+/** A GET on a connection of its own (the kernel spreads connections over the workers), with a traceparent. */
+function getOnFreshConnection(url: string, traceparent: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: { connection: 'close', traceparent }, timeout: 15_000 }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('timeout', () => req.destroy(new Error('no answer')))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+test('kns serve --workers 2: each worker starts its own SDK and exports its own spans', { skip: ENGINE !== 'postgres' && 'PostgreSQL only (--workers)' }, async () => {
+  const workers = await startServer({
+    ...fresh.env, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50',
+  }, { args: ['--workers', '2'], timeoutMs: 120_000 })
+  const traces: string[] = []
+  const instances = () => new Set(otlp.spans.filter((s) => traces.includes(s.traceId)).map((s) => String(s.resource['service.instance.id'])))
+  // Connections are spread by their addresses: requests until both workers have exported some.
+  for (let i = 0; i < 100 && instances().size < 2; i++) {
+    const caller = callerContext()
+    traces.push(caller.traceId)
+    assert.equal(await getOnFreshConnection(`${workers.url}/openapi.json`, caller.traceparent), 200)
+    if (i % 10 === 9) await until(() => otlp.spans.some((s) => s.traceId === caller.traceId), 20_000)
+  }
+  await until(() => instances().size >= 2, 20_000)
+  const pids = new Set(otlp.spans.filter((s) => traces.includes(s.traceId)).map((s) => s.resource['process.pid']))
+  assert.equal(pids.size, 2, 'two processes exported spans')
+  assert.ok(!pids.has(workers.child.pid), 'not the primary')
+  for (const traceId of traces.filter((t) => inTrace(t).length > 0)) {
+    assert.equal(inTrace(traceId).find((s) => s.kind === 2)?.name, 'GET /openapi.json')
+  }
+  await workers.stop()
 })
