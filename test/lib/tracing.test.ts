@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict'
 import { createPrivateKey, randomBytes, randomUUID } from 'node:crypto'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { createSocket } from 'node:dgram'
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -22,7 +23,7 @@ import { openService } from '../../src/service.ts'
 import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { approvalBody } from '../support/kns.ts'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts'
-import { killAll, postJson, ROOT, startServer, type RunningServer } from '../support/process.ts'
+import { freePort, killAll, postJson, ROOT, startServer, type RunningServer } from '../support/process.ts'
 import { until } from '../support/until.ts'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts'
 import { startX5uServer, type X5uServer } from '../support/x5u-server.ts'
@@ -40,6 +41,7 @@ let key: string
 let keyId: string
 let owner: Ed25519Keypair
 let tokenId: string
+let sipPort: number
 
 before(async () => {
   ;[otlp, x5u, hooks] = await Promise.all([startOtlpReceiver(), startX5uServer(), startWebhookReceiver()])
@@ -60,8 +62,9 @@ before(async () => {
   } finally {
     await seed.close()
   }
+  sipPort = await freePort()
   server = await startServer({
-    ...fresh.env,
+    ...fresh.env, SIP_LISTEN: `127.0.0.1:${sipPort}`, SIP_TRUSTED_SOURCES: '127.0.0.1',
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50',
     OTEL_SERVICE_NAME: 'kns-under-test',
     NODE_OPTIONS: `--import=${RECORD_IMPORTS}`, KNS_TEST_IMPORT_LOG: join(fresh.env.DATA_DIR!, 'imports-traced.log'),
@@ -181,6 +184,38 @@ test(`an approval whose decision sends a webhook: the delivery in the decision's
     assert.equal(line.trace_id, caller.traceId, `${String(line.msg)}: trace_id`)
     assert.equal(line.span_id, decision.spanId, `${String(line.msg)}: span_id`)
   }
+})
+
+/** An SBC's INVITE asking verification (no Identity header), over UDP; the final answer's status. */
+async function inviteOverUdp(port: number): Promise<number> {
+  const socket = createSocket('udp4')
+  try {
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+    const branch = `z9hG4bK-trace-${randomBytes(6).toString('hex')}`
+    const final = new Promise<number>((resolve) => socket.on('message', (m) => {
+      const code = Number(/^SIP\/2\.0 (\d{3})/.exec(m.toString())?.[1])
+      if (code >= 200) resolve(code)
+    }))
+    socket.send([
+      `INVITE sip:${DEST}@127.0.0.1;user=phone;sti=vs SIP/2.0`, `Via: SIP/2.0/UDP 127.0.0.1:${socket.address().port};rport;branch=${branch}`,
+      `From: <sip:${ORIG}@127.0.0.1>;tag=abc`, `To: <sip:${DEST}@127.0.0.1>`, `Call-ID: call-${branch}`, 'CSeq: 1 INVITE', 'Max-Forwards: 70',
+      'Content-Length: 0', '', '',
+    ].join('\r\n'), port, '127.0.0.1')
+    return await final
+  } finally {
+    socket.close()
+  }
+}
+
+test(`a SIP INVITE: a server span with the transport and the final status, no number (${ENGINE})`, async () => {
+  const before = new Set(otlp.spans.map((s) => s.spanId))
+  const status = await inviteOverUdp(sipPort)
+  await until(() => otlp.spans.some((s) => s.name === 'SIP INVITE' && !before.has(s.spanId)), 20_000)
+  const invite = otlp.spans.find((s) => s.name === 'SIP INVITE' && !before.has(s.spanId))!
+  assert.equal(invite.kind, 2, 'a server span')
+  assert.equal(invite.attributes['network.transport'], 'udp')
+  assert.equal(invite.attributes['sip.response.status_code'], status)
+  assert.doesNotMatch(JSON.stringify(invite.attributes), /2025550142|4155550199/)
 })
 
 test(`no OTLP endpoint: the SDK is not loaded, no trace_id logged (${ENGINE})`, async () => {
