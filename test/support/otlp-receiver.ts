@@ -50,9 +50,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     }),
   }
   const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => {
+    void req.toArray().then((chunks: Buffer[]) => {
       receiver.requests++
       if (req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
         res.writeHead(415).end()
