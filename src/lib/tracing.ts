@@ -22,7 +22,7 @@ export type SpanAttributes = Record<string, string | number | boolean | undefine
 /** The part of a span the service's code uses (a no-op one when tracing is off). */
 export interface TraceSpan {
   setAttribute(key: string, value: string | number | boolean): TraceSpan
-  setAttributes(attributes: SpanAttributes): TraceSpan
+  setAttributes(attributes: Record<string, string | number | boolean>): TraceSpan
   updateName(name: string): TraceSpan
 }
 
