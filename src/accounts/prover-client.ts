@@ -20,6 +20,7 @@
  */
 import { ProofRefusedError, ProverUnavailableError } from '../errors.ts'
 import type { ZkLoginProofShape } from '../ledger/zklogin/clear-proof.ts'
+import { inSpan, withTraceHeaders } from '../lib/tracing.ts'
 import { ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
 
 export interface ProverRequest {
@@ -71,15 +72,21 @@ export async function requestProof(
   let status: number
   let text: string
   try {
-    const response = await fetch(proverUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body,
-      redirect: 'manual',
-      signal,
-    })
-    status = response.status
-    text = await readCapped(response)
+    // With tracing, a client span sending traceparent: the prover's host, never its path (the
+    // operator's URL may carry a key) nor the inputs.
+    ;({ status, text } = await inSpan('POST prover', {
+      kind: 'client', attributes: { 'http.request.method': 'POST', 'kns.outbound.purpose': 'prover', 'server.address': hostOf(proverUrl) },
+    }, async (span) => {
+      const response = await fetch(proverUrl, {
+        method: 'POST',
+        headers: withTraceHeaders({ 'content-type': 'application/json', accept: 'application/json' }),
+        body,
+        redirect: 'manual',
+        signal,
+      })
+      span.setAttribute('http.response.status_code', response.status)
+      return { status: response.status, text: await readCapped(response) }
+    }))
   } catch (err) {
     // The caller's own cancellation is the caller's: rethrown as it gave it.
     if (options.signal?.aborted === true && !deadline.aborted) throw options.signal.reason
@@ -94,6 +101,14 @@ export async function requestProof(
     throw new ProofRefusedError(`the zkLogin prover refused the inputs (HTTP ${status})${said === '' ? '' : `: ${said}`}`)
   }
   throw new ProverUnavailableError(`the zkLogin prover answered HTTP ${status}${said === '' ? '' : `: ${said}`}`)
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname
+  } catch {
+    return undefined
+  }
 }
 
 class AnswerTooLarge extends Error {}

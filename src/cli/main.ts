@@ -5,6 +5,7 @@ import { migrate, schemaVersion } from '../db/migrations.ts'
 import { MIGRATIONS } from '../migrations.ts'
 import { openCheckedDatabase } from '../db/open.ts'
 import { openService, type Service } from '../service.ts'
+import { startTracing } from '../lib/tracing.ts'
 import { parse } from './args.ts'
 import { apiKeyCommand, API_KEY_OPTIONS, API_KEY_USAGE } from './api-key-commands.ts'
 import { keystoreCommand, passportCommand, registryCommand } from './caller-commands.ts'
@@ -176,6 +177,10 @@ export async function main(argv: string[]): Promise<number> {
         return -1
       }
     }
+    // Traces (OTEL_EXPORTER_OTLP_ENDPOINT): started by each process that serves (every worker
+    // of --workers runs this line; the primary, which serves nothing, returned above), before
+    // the database opens, so its statements are traced.
+    if (command === 'serve') await startTracing()
     const service = await openService(config, {
       watchChanges: command === 'serve', role: command === 'serve' ? 'server' : 'tool',
       // What fills a database may make its secret, as the first start would: the server, the

@@ -10,6 +10,7 @@ import { listenForMetrics } from '../http/metrics-listener.ts'
 import { inWorkerPool } from '../lib/cluster-metrics.ts'
 import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
 import { checkLedger } from '../ledger/ledger.ts'
+import { stopTracing } from '../lib/tracing.ts'
 import type { Service } from '../service.ts'
 import { SipServer } from '../sip/server.ts'
 import { announceListening, ownSockets } from './workers.ts'
@@ -72,6 +73,8 @@ function closeGracefully(app: FastifyInstance, service: Service, sip: SipServer 
     idle.unref()
     Promise.all([app.close(), sip?.close()])
       .then(() => service.close())
+      // The spans still buffered are exported before the exit (a no-op without tracing).
+      .then(() => stopTracing())
       .then(() => process.exit(0), (err: unknown) => {
         app.log.error({ err }, 'error during shutdown')
         process.exit(1)

@@ -1,6 +1,7 @@
 import { DECISION_EVENT_TYPES, type DecisionEventType } from '../contract/events-schemas.ts'
 import type { Executor } from './engine.ts'
 import { randomHex } from '../lib/random-hex.ts'
+import { currentTraceparent } from '../lib/tracing.ts'
 
 export { DECISION_EVENT_TYPES, type DecisionEventType }
 /** `kns webhook test`: sent to one subscription only, whatever it subscribed to. */
@@ -56,8 +57,9 @@ export async function queueDeliveries(
   const wanted = subscriptionId === undefined
     ? `api_key_id = $4 AND (events = '*' OR (',' || events || ',') LIKE $5)`
     : 'api_key_id = $4 AND id = $5'
-  return tx.run(`INSERT INTO webhook_deliveries (event_id, subscription_id, approval_number, state, attempts, next_attempt_at, created_at)
-    SELECT $1, id, $2, 'pending', 0, $3, $3 FROM webhook_subscriptions
+  // The trace of what queues them (a decision's request), for the delivery attempts to continue.
+  return tx.run(`INSERT INTO webhook_deliveries (event_id, subscription_id, approval_number, state, attempts, next_attempt_at, created_at, traceparent)
+    SELECT $1, id, $2, 'pending', 0, $3, $3, $6 FROM webhook_subscriptions
     WHERE removed_at IS NULL AND ${wanted}`,
-  [eventId, event.approvalNumber, now, event.apiKeyId, subscriptionId ?? `%,${event.type},%`])
+  [eventId, event.approvalNumber, now, event.apiKeyId, subscriptionId ?? `%,${event.type},%`, currentTraceparent()])
 }

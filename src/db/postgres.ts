@@ -7,6 +7,7 @@ import { from as copyFrom } from 'pg-copy-streams'
 import type { Database, DatabaseState, Executor, Row } from './engine.ts'
 import { READ_ONLY_QUERY } from './postgres-session.ts'
 import { PriorityGate } from './priority-gate.ts'
+import { withStatementSpans } from './statement-spans.ts'
 import { isDatabaseUnavailable } from './unavailable.ts'
 
 // BIGINT (epoch ms, counters) as JS numbers: every value we store fits in 2^53.
@@ -40,8 +41,9 @@ interface Connections {
   stream(fn: (client: pg.PoolClient) => Promise<void>): Promise<void>
 }
 
+/** With tracing, each statement a span (statement-spans.ts). */
 function executor(connections: Connections, prepare: boolean): Executor {
-  return {
+  return withStatementSpans({
     engine: 'postgres',
     async all<T>(sql: string, params: readonly unknown[] = []) {
       return (await connections.query(statement(sql, params, prepare))).rows as T[]
@@ -55,7 +57,7 @@ function executor(connections: Connections, prepare: boolean): Executor {
     async copyFrom(sql: string, data: string) {
       await connections.stream(async (client) => { await pipeline(Readable.from([data]), client.query(copyFrom(sql))) })
     },
-  }
+  }, 'postgresql')
 }
 
 /** The statements of a transaction, on its connection. */

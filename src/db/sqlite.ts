@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite'
 import type { Database, DatabaseState, Executor, Row } from './engine.ts'
+import { withStatementSpans } from './statement-spans.ts'
 
 const PLACEHOLDER = /\$(\d+)/g
 
@@ -65,12 +66,13 @@ export class SqliteDatabase implements Database {
     })
   }
 
-  readonly #direct: Executor = {
+  // With tracing, each statement a span (statement-spans.ts); without, these functions themselves.
+  readonly #direct: Executor = withStatementSpans({
     engine: 'sqlite',
     all: async <T>(sql: string, params: readonly unknown[] = []) => this.#prepare(sql).all(...this.#bind(params)) as T[],
     get: async <T>(sql: string, params: readonly unknown[] = []) => this.#prepare(sql).get(...this.#bind(params)) as T | undefined,
     run: async (sql: string, params: readonly unknown[] = []) => Number(this.#prepare(sql).run(...this.#bind(params)).changes),
-  }
+  }, 'sqlite')
 
   // Waiting and proceeding must happen in one synchronous step after the last await:
   // otherwise two waiters released together both pass, and a plain statement could run

@@ -95,4 +95,10 @@ export const EVENTS_MIGRATIONS: Migration[] = [
       'ALTER TABLE webhook_subscriptions ADD COLUMN pauses INTEGER NOT NULL DEFAULT 0',
     ],
   },
+  {
+    version: 20,
+    name: 'events: the trace (W3C traceparent) of what queued a webhook delivery, continued by its attempts',
+    // Null when tracing is off, and in rows the previous release writes.
+    up: ['ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT'],
+  },
 ]

@@ -10,6 +10,8 @@ import { useJsonParser } from './json-body.ts'
 import { requireHost, trackRouteGuards, transportOptions, type GuardOf } from './transport.ts'
 import { registerObservability } from './observability.ts'
 import { registerOpenApi } from './openapi.ts'
+import { traceRequests } from './request-spans.ts'
+import { traceLogOptions } from '../lib/tracing.ts'
 import { accountsRoutes } from './routes/accounts.ts'
 import { approvalRoutes } from './routes/approvals.ts'
 import { callerRoutes } from './routes/caller.ts'
@@ -55,6 +57,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     level: service.config.logLevel,
     redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
     serializers: { req: serializeRequest },
+    // trace_id and span_id on each line written inside a span (nothing when tracing is off).
+    ...traceLogOptions(),
     ...(typeof options.logger === 'object' ? options.logger : {}),
   }
   const app = Fastify({
@@ -70,6 +74,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     ...transportOptions(service.config, (path, method) => guardOf(path, method)),
   })
   const guardOf: GuardOf = trackRouteGuards(app)
+  // Before every hook: a request refused by admission is traced too.
+  traceRequests(app)
   const { config } = service
   const trust = proxyTrust(config.trustProxy)
   const admission = new Admission({

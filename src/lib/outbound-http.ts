@@ -3,6 +3,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
 import tls from 'node:tls'
+import { inSpan, markFailed, tracingOn, withTraceHeaders } from './tracing.ts'
 
 /**
  * The one client for outbound requests to URLs a caller influences (webhook endpoints now;
@@ -175,13 +176,27 @@ function agentFor(protocol: string, ca: string | undefined): http.Agent {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
+export interface OutboundInit {
+  method: string
+  headers: Record<string, string>
+  body?: string | Buffer
+  /**
+   * What the request is for, in its trace span's name and `kns.outbound.purpose` (x5u, crl,
+   * jcard, webhook, sms). A purpose of PUBLIC_URL_PURPOSES adds the URL's path to the span:
+   * those URLs are published (in calls and certificates); any other may carry a token in its path.
+   */
+  purpose?: string
+}
+
+const PUBLIC_URL_PURPOSES = new Set(['x5u', 'crl', 'jcard'])
+
 /**
  * One request under the rules above; with `maxRedirects`, the redirects it names (each a new
  * request under the same rules, within the same deadline; 303 turns into GET). Throws
  * OutboundRefusedError (not sent), or a network or timeout error.
  */
 export async function outboundRequest(
-  raw: string, init: { method: string; headers: Record<string, string>; body?: string | Buffer }, options: OutboundOptions,
+  raw: string, init: OutboundInit, options: OutboundOptions,
 ): Promise<OutboundResponse & { url: string }> {
   const deadline = Date.now() + options.timeoutMs
   let url = raw
@@ -189,12 +204,39 @@ export async function outboundRequest(
   for (let hop = 0; ; hop++) {
     const left = deadline - Date.now()
     if (left <= 0) throw timeoutError(options.timeoutMs)
-    const response = await requestOnFreshSocket(url, request, options, deadline)
+    const response = tracingOn() ? await tracedRequest(url, request, options, deadline) : await requestOnFreshSocket(url, request, options, deadline)
     const location = response.headers.location
     if (!REDIRECTS.has(response.status) || typeof location !== 'string' || hop >= (options.maxRedirects ?? 0)) return { ...response, url }
     url = new URL(location, url).href
-    if (response.status === 303) request = { method: 'GET', headers: init.headers }
+    if (response.status === 303) request = { method: 'GET', headers: init.headers, ...(init.purpose === undefined ? {} : { purpose: init.purpose }) }
   }
+}
+
+/**
+ * One hop as a client span, its `traceparent` sent: the host and port, the method, the status
+ * and the purpose; the path only for published URLs, never the query.
+ */
+function tracedRequest(url: string, init: OutboundInit, options: OutboundOptions, deadline: number): Promise<OutboundResponse> {
+  const purpose = init.purpose ?? 'http'
+  let where: URL | undefined
+  try {
+    where = new URL(url)
+  } catch {
+    // refused below, in the span
+  }
+  return inSpan(`${init.method} ${purpose}`, {
+    kind: 'client',
+    attributes: {
+      'http.request.method': init.method, 'kns.outbound.purpose': purpose,
+      'server.address': where?.hostname, 'server.port': where === undefined ? undefined : Number(where.port || (where.protocol === 'https:' ? 443 : 80)),
+      'url.scheme': where?.protocol.slice(0, -1), 'url.path': where !== undefined && PUBLIC_URL_PURPOSES.has(purpose) ? where.pathname : undefined,
+    },
+  }, async (span) => {
+    const response = await requestOnFreshSocket(url, { ...init, headers: withTraceHeaders(init.headers) }, options, deadline)
+    span.setAttribute('http.response.status_code', response.status)
+    if (response.status >= 400) markFailed(span, String(response.status))
+    return response
+  })
 }
 
 /**

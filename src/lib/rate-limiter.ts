@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { Redis } from 'ioredis'
+import { inSpan, tracingOn } from './tracing.ts'
 
 export interface RateDecision {
   allowed: boolean
@@ -148,7 +149,7 @@ export class RedisRateLimiter extends EventEmitter<RedisRateLimiterEvents> imple
       const probe = this.#fallback
       if (probe) this.#probing = true
       try {
-        const [allowed, waitMs] = (await this.#redis.eval(TAKE_SCRIPT, 1, `kns:rl:${bucket}`, rate, burst)) as [number, number]
+        const [allowed, waitMs] = (await this.#eval(bucket, rate, burst)) as [number, number]
         this.#setFallback(false, undefined)
         return allowed === 1 ? { allowed: true, retryAfterS: 0 } : { allowed: false, retryAfterS: Math.max(1, Math.ceil(waitMs / 1000)) }
       } catch (err) {
@@ -164,6 +165,13 @@ export class RedisRateLimiter extends EventEmitter<RedisRateLimiterEvents> imple
     if (decision.allowed) this.fallbackDecisions.allowed++
     else this.fallbackDecisions.limited++
     return decision
+  }
+
+  /** The bucket's script; with tracing, a client span (never the bucket's name: a key or an address). */
+  #eval(bucket: string, rate: number, burst: number): Promise<unknown> {
+    if (!tracingOn()) return this.#redis.eval(TAKE_SCRIPT, 1, `kns:rl:${bucket}`, rate, burst)
+    return inSpan('EVAL rate limit', { kind: 'client', childOnly: true, attributes: { 'db.system.name': 'redis', 'db.operation.name': 'EVAL' } },
+      () => this.#redis.eval(TAKE_SCRIPT, 1, `kns:rl:${bucket}`, rate, burst))
   }
 
   async #startingUp(connection: Promise<void>): Promise<void> {

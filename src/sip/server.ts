@@ -5,6 +5,7 @@ import { addressMatcher } from '../lib/address-ranges.ts'
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { findApiKey, type SigningBinding } from '../keys/api-keys.ts'
 import type { SipSettings } from '../lib/sip-settings.ts'
+import { activeSpan, inSpan, markFailed, tracingOn } from '../lib/tracing.ts'
 import type { Service } from '../service.ts'
 import {
   declaredLength, echoTooLarge, headerEnd, MAX_MESSAGE_BYTES, parseRequest, renderBounded, single, SipParseError, toTagOf, transactionKey, type SipRequest,
@@ -271,7 +272,10 @@ export class SipServer {
         return
       }
       case 'INVITE':
-        return this.#invite(request, key, source, reply, transport, send, toTag, message.length)
+        if (!tracingOn()) return this.#invite(request, key, source, reply, transport, send, toTag, message.length)
+        // A server span per INVITE transaction: the transport and the final status, never a number or a URI.
+        return inSpan('SIP INVITE', { kind: 'server', attributes: { 'sip.method': 'INVITE', 'network.transport': transport } },
+          () => this.#invite(request, key, source, reply, transport, send, toTag, message.length))
       default:
         return send({ status: 405, reason: 'Method Not Allowed', headers: [['Allow', ALLOW]] })
     }
@@ -306,6 +310,8 @@ export class SipServer {
     } finally {
       this.#inFlight--
     }
+    const span = activeSpan().setAttribute('sip.response.status_code', response.status)
+    if (response.status >= 500) markFailed(span, String(response.status))
     if (tracked !== undefined) {
       const bytes = renderBounded(request, response, source, toTag)
       if (bytes === null) return this.#drop('oversized_answer')

@@ -4,6 +4,7 @@
  * the STI-PA-style indirect one, or none), and any other document a test puts in `documents`
  * (jCards for rich call data). Counts the requests it served.
  */
+import type { IncomingHttpHeaders } from 'node:http'
 import { createServer, type Server } from 'node:https'
 import { freePort } from './process.ts'
 import { makeShakenPki, type LeafKind, type ShakenPki } from './shaken-pki.ts'
@@ -17,6 +18,8 @@ export interface X5uServer {
   /** path -> body served with 200 (and content type application/json when it starts with { or [). */
   documents: Map<string, string | Buffer>
   served: number
+  /** Every request's path (without its query) and headers, in order. */
+  requests: Array<{ path: string; headers: IncomingHttpHeaders }>
   close(): Promise<void>
 }
 
@@ -26,7 +29,7 @@ export async function startX5uServer(): Promise<X5uServer> {
   const base = `https://127.0.0.1:${port}`
   const pki = makeShakenPki({ crlUrl: `${base}/crl.der` })
   const state: X5uServer = {
-    pki, base, crl: 'direct', documents: new Map(), served: 0,
+    pki, base, crl: 'direct', documents: new Map(), served: 0, requests: [],
     certUrl: (kind) => `${base}/certs/${kind}.pem`,
     close: async () => {
       server.closeAllConnections()
@@ -37,6 +40,7 @@ export async function startX5uServer(): Promise<X5uServer> {
   const server: Server = createServer({ key: pki.tls.key, cert: pki.tls.cert }, (req, res) => {
     state.served++
     const url = (req.url ?? '').split('?')[0]!
+    state.requests.push({ path: url, headers: req.headers })
     const cert = /^\/certs\/(\w+)\.pem$/.exec(url)
     if (cert && cert[1]! in pki.leaves) {
       return void res.writeHead(200, { 'content-type': 'application/x-pem-file', 'cache-control': 'max-age=600' }).end(pki.leaves[cert[1] as LeafKind].bundle)

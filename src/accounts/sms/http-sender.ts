@@ -76,7 +76,7 @@ export class HttpSmsSender implements SmsSender {
     const gateway = `the SMS gateway ${url.host}`
     let response
     try {
-      response = await outboundRequest(url.href, { method: this.#method, headers, ...(body === undefined ? {} : { body }) },
+      response = await outboundRequest(url.href, { method: this.#method, headers, purpose: 'sms', ...(body === undefined ? {} : { body }) },
         { allowPrivate: true, allowHttp: true, maxRedirects: 0, timeoutMs: this.#timeoutMs, maxResponseBytes: MAX_ANSWER_BYTES })
     } catch (error) {
       const timeout = error instanceof Error && error.name === 'TimeoutError'

@@ -1,4 +1,5 @@
 import smpp, { type PDU, type Session } from 'smpp'
+import { inSpan } from '../../lib/tracing.ts'
 import { InFlightLimit, timeoutFailure, withDeadline } from './limits.ts'
 import { checkSmsMessage, senderClosed, SmsDeliveryError, type SmsLogger, type SmsMessage, type SmsSender } from './sms-sender.ts'
 import { parseSmppUrl, sourceAddress, statusName, textParameters, where, type SmppEndpoint, type SourceAddress } from './smpp-options.ts'
@@ -80,7 +81,9 @@ export class SmppSender implements SmsSender {
     const release = await this.#limit.acquire(deadline, overdue('no free SMPP window slot (submits awaiting answers)'))
     try {
       const link = await withDeadline(this.#bound(), deadline, overdue('the SMSC bind did not complete'))
-      await this.#submit(link, message, deadline, overdue('no submit_sm_resp from the SMSC'))
+      // With tracing, a client span: the SMSC's host, never the number or the text.
+      await inSpan('SMPP submit_sm', { kind: 'client', attributes: { 'rpc.system': 'smpp', 'server.address': this.#endpoint.host } },
+        () => this.#submit(link, message, deadline, overdue('no submit_sm_resp from the SMSC')))
     } finally {
       release()
     }

@@ -63,12 +63,12 @@ export class CertificateTrust {
       if (certs.length > 10) throw new Error('more than 10 certificates')
       return certs
       // 2 000 documents of at most 64 KiB: a bounded memory whatever URLs callers name.
-    }, { outbound, maxEntries: 2000 })
+    }, { outbound, purpose: 'x5u', maxEntries: 2000 })
     this.crls = new FetchCache(parseCrl, {
-      outbound: { ...outbound, maxResponseBytes: 1024 * 1024 }, maxEntries: 100,
+      outbound: { ...outbound, maxResponseBytes: 1024 * 1024 }, purpose: 'crl', maxEntries: 100,
       expiresAt: (crl) => (crl as ParsedCrl).nextUpdate,
     })
-    this.jcards = new FetchCache((body) => body, { outbound: { ...outbound, maxResponseBytes: 128 * 1024 }, maxEntries: 200 })
+    this.jcards = new FetchCache((body) => body, { outbound: { ...outbound, maxResponseBytes: 128 * 1024 }, purpose: 'jcard', maxEntries: 200 })
     this.anchors = new TrustAnchors(db, options.anchorsPath)
     this.crlSignerSet = new CrlSigners(db)
   }

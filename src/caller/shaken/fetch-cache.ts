@@ -14,6 +14,8 @@ import { SingleFlight } from '../../lib/single-flight.ts'
  */
 export interface FetchCacheOptions {
   outbound: OutboundOptions
+  /** What the documents are (x5u, crl, jcard): the fetches' trace spans say it. */
+  purpose?: string
   minTtlMs?: number
   maxTtlMs?: number
   defaultTtlMs?: number
@@ -59,7 +61,7 @@ export class FetchCache<T> {
   constructor(parse: (body: Buffer) => T, options: FetchCacheOptions) {
     this.#parse = parse
     this.#options = {
-      minTtlMs: 5 * MINUTE, maxTtlMs: 24 * 60 * MINUTE, defaultTtlMs: 60 * MINUTE, failureTtlMs: 30_000, maxEntries: 10_000, now: Date.now,
+      purpose: 'document', minTtlMs: 5 * MINUTE, maxTtlMs: 24 * 60 * MINUTE, defaultTtlMs: 60 * MINUTE, failureTtlMs: 30_000, maxEntries: 10_000, now: Date.now,
       expiresAt: () => null,
       ...options,
     }
@@ -86,7 +88,7 @@ export class FetchCache<T> {
     this.fetches++
     let entry: Entry<T>
     try {
-      const response = await outboundRequest(url, { method: 'GET', headers: { accept: 'application/pkix-cert, application/x-pem-file, application/pkix-crl, */*' } }, this.#options.outbound)
+      const response = await outboundRequest(url, { method: 'GET', headers: { accept: 'application/pkix-cert, application/x-pem-file, application/pkix-crl, */*' }, purpose: this.#options.purpose }, this.#options.outbound)
       if (response.status !== 200) throw new FetchFailed('status', `answered HTTP ${response.status}`)
       if (response.truncated) throw new FetchFailed('too_large', `larger than ${this.#options.outbound.maxResponseBytes} bytes`)
       let value: T

@@ -1,5 +1,6 @@
 import { describeOutboundFailure, outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../lib/outbound-http.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
+import { inSpan, markFailed, tracingOn } from '../../lib/tracing.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
 import { webhookHeaders } from './signature.ts'
 
@@ -29,6 +30,21 @@ export const MAX_RESPONSE_BYTES = 4096
  *    name may resolve elsewhere later, and the schedule gives up in a day anyway.
  */
 export async function attemptDelivery(delivery: ClaimedDelivery, box: SealedBox, outbound: OutboundOptions, now: () => number): Promise<AttemptOutcome> {
+  if (!tracingOn()) return attempt(delivery, box, outbound, now)
+  // Continues the trace of what queued the delivery (the decision's request), stored with it.
+  return inSpan('webhook delivery', {
+    traceparent: delivery.traceparent,
+    attributes: { 'kns.webhook.event_id': delivery.eventId, 'kns.webhook.subscription_id': delivery.subscriptionId, 'kns.webhook.attempt': delivery.attempts },
+  }, async (span) => {
+    const outcome = await attempt(delivery, box, outbound, now)
+    span.setAttribute('kns.webhook.delivered', outcome.delivered)
+    if (outcome.status !== null) span.setAttribute('http.response.status_code', outcome.status)
+    if (!outcome.delivered) markFailed(span, outcome.retry ? 'retry' : 'given_up')
+    return outcome
+  })
+}
+
+async function attempt(delivery: ClaimedDelivery, box: SealedBox, outbound: OutboundOptions, now: () => number): Promise<AttemptOutcome> {
   // Queued by a decision that committed as its subscription was being removed: not sent.
   if (delivery.removed) return { delivered: false, status: null, error: 'subscription removed', reason: 'removed', retry: false }
   let secret: string
@@ -41,7 +57,7 @@ export async function attemptDelivery(delivery: ClaimedDelivery, box: SealedBox,
   const headers = webhookHeaders(secret, delivery.eventId, delivery.body, now())
   let response
   try {
-    response = await outboundRequest(delivery.url, { method: 'POST', headers, body: delivery.body }, outbound)
+    response = await outboundRequest(delivery.url, { method: 'POST', headers, body: delivery.body, purpose: 'webhook' }, outbound)
   } catch (err) {
     const reason = err instanceof OutboundRefusedError ? 'refused' : err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : 'network'
     return { delivered: false, status: null, error: err instanceof OutboundRefusedError ? `refused: ${err.message}` : describeOutboundFailure(err), reason, retry: true }

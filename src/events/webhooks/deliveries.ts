@@ -18,6 +18,8 @@ export interface ClaimedDelivery {
   /** Attempts including this one. */
   attempts: number
   createdAt: number
+  /** The trace of what queued it (W3C traceparent), continued by the attempt's span; null untraced. */
+  traceparent: string | null
 }
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed'
@@ -90,15 +92,15 @@ export async function claimDue(db: Database, now: number, limit: number, leaseMs
     WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (${pick})
       AND state = 'pending' AND (locked_until IS NULL OR locked_until <= $3) ${skipLocked})`, params)
   if (claimed === 0) return []
-  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number; removed_at: number | null }>(
-    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at, s.removed_at
+  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number; removed_at: number | null; traceparent: string | null }>(
+    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at, s.removed_at, d.traceparent
      FROM webhook_deliveries d
      JOIN webhook_subscriptions s ON s.id = d.subscription_id
      JOIN approval_events e ON e.event_id = d.event_id
      WHERE d.claim = $1 ORDER BY d.id`, [claim])
   return rows.map((r) => ({
     id: Number(r.id), claim, removed: r.removed_at !== null, eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed,
-    body: r.body, attempts: Number(r.attempts), createdAt: Number(r.created_at),
+    body: r.body, attempts: Number(r.attempts), createdAt: Number(r.created_at), traceparent: r.traceparent ?? null,
   }))
 }
 
