@@ -10,7 +10,7 @@ import { demoNodes, demoSessions, demoSignups, type DemoOptions } from '../stats
 import { formatOf } from '../stats/import/file-records.ts'
 import { importNodes, importUsage } from '../stats/import/run-import.ts'
 import { ingestSessions, upsertGateways, upsertWifiNodes } from '../stats/ingest/ingest.ts'
-import { bucketStart, DAY, parseInstant } from '../stats/time.ts'
+import { parseInstant } from '../stats/time.ts'
 import { optional, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
 
@@ -68,8 +68,9 @@ function count(values: Parsed['values'], name: string, fallback: number, max: nu
 
 function demoOptions(values: Parsed['values']): DemoOptions {
   const untilRaw = optional(values, 'until')
-  // Default: the start of today (UTC), so that runs on the same day give the same data.
-  const until = bucketStart(untilRaw === undefined ? Date.now() : parseInstant(untilRaw.includes('T') ? untilRaw : `${untilRaw}T00:00:00Z`, 'until'), DAY)
+  // Default: now, so the data reaches the present and the explorer's current day is not an empty
+  // one drawn as a drop to zero. A date alone is that day's 00:00 UTC.
+  const until = untilRaw === undefined ? Date.now() : parseInstant(untilRaw.includes('T') ? untilRaw : `${untilRaw}T00:00:00Z`, 'until')
   const days = count(values, 'days', 90, 5 * 366)
   if (days < 1) throw new UsageError('--days must be at least 1')
   return { sessions: count(values, 'sessions', 100_000, 1e9), days, numbers: count(values, 'numbers', 1000, 1e7), seed: count(values, 'seed', 1, 2 ** 31), until }

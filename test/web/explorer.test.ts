@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, Page, Request } from 'playwright-core'
 import { seedCommand } from '../../src/cli/stats-commands.ts'
+import { demoNodes, demoSessions, demoSignups, type DemoOptions } from '../../src/stats/demo/demo.ts'
 import { upsertWifiNodes } from '../../src/stats/ingest/ingest.ts'
 import { describePeriod, formatChange, formatData, previousLabel } from '../../web/explorer/format.ts'
 import { assertClean, horizontalOverflow, launchChromium, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
@@ -32,8 +33,11 @@ const TOKYO_SPOT = Array.from({ length: 7 }, (_, i) => ({
   wifi_level: 'WiFi 6', lat: 35.6812, lon: 139.7671,
 }))
 
+/** The demo network seeded: up to now, as `kns seed --demo` defaults to (the data reaches the present). */
+const DEMO: DemoOptions = { sessions: 3000, days: 30, numbers: 300, seed: 7, until: Date.now() }
+
 async function seed(server: WebServer): Promise<void> {
-  const values = { demo: true, sessions: '3000', days: '30', numbers: '300', seed: '7' }
+  const values = { demo: true, sessions: '3000', days: '30', numbers: '300', seed: '7', until: new Date(DEMO.until).toISOString() }
   await seedCommand(server.h.service, { values, positionals: [] } as unknown as Parameters<typeof seedCommand>[1],
     { json: true, result: () => {}, note: () => {} })
   await upsertWifiNodes(server.h.service.db, TOKYO_SPOT as unknown as Parameters<typeof upsertWifiNodes>[1])
@@ -51,6 +55,17 @@ async function mapTargets(page: Page): Promise<Array<{ key: string; count: numbe
     return { key: g.dataset.key, count: Number(g.dataset.count ?? 1), w: box.width, h: box.height, cx, cy, hitsItself: hit !== null && g.contains(hit),
       hit: hit === null ? 'nothing' : hit.tagName + '.' + hit.getAttribute('class') }
   })`)
+}
+
+/** Markers and clusters whose box meets a zoom button's box (the buttons must never cover one). */
+function markersUnderControls(page: Page): Promise<string[]> {
+  return page.evaluate(`(() => {
+    const buttons = [...document.querySelectorAll('#map .map-button')].map((b) => b.getBoundingClientRect())
+    if (buttons.length !== 3) return ['zoom buttons: ' + buttons.length]
+    const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom
+    return [...document.querySelectorAll('#map .node, #map .cluster')]
+      .filter((g) => buttons.some((b) => meet(b, g.getBoundingClientRect()))).map((g) => g.getAttribute('aria-label'))
+  })()`)
 }
 
 /** Waits until the period's answers are drawn (main not busy) and the map is there. */
@@ -93,7 +108,7 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     assert.ok(global.totalSessions > 2000, 'seeded')
     const ns = await api<{ totalNS: number; totalPerCountry: Record<string, number> }>(server, 'UsageGraph/global-public-ns-stats',
       presetBody(1))
-    assert.equal(ns.totalNS, 300)
+    assert.equal(ns.totalNS, [...demoSignups(DEMO)].length)
     assert.equal(await text(page, '#fig-clients'), int.format(global.totalUniqueClients))
     assert.equal(await text(page, '#fig-gb'), formatData(global.totalGB * 1000))
     assert.equal(await text(page, '#fig-sessions'), int.format(global.totalSessions))
@@ -141,6 +156,18 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
     await page.locator('#map-tip').waitFor()
     assert.match(await text(page, '#map-tip'), new RegExp(`Gateway · ${uid}`))
     await screenshot(page, 'explorer-seeded')
+
+    // The demo reaches now: the current (dashed) bucket holds its sessions so far, as the chart
+    // reads it out, and not a zero for a day the data never reached (the dive to 0 it was).
+    const demo = [...demoSessions(DEMO, demoNodes(DEMO))].flat()
+    for (const network of ['gateway', 'wifi'] as const) {
+      const [since, value] = (await api<RangeStats>(server, `UsageGraph/global-public-${network}-stats`, presetBody(30))).periodUsage.sessions.at(-1)!
+      const soFar = demo.filter((s) => s.network === network && s.start >= since!).length
+      assert.equal(value, soFar, `${network}: the current bucket counts the demo's sessions since ${new Date(since!).toISOString()}`)
+      await page.locator(`#chart-${network}-sessions`).focus()
+      const readout = await text(page, `#chart-${network}-sessions .chart-readout`)
+      assert.ok(readout.includes('(so far)') && readout.endsWith(`${int.format(soFar)} sessions`), readout)
+    }
     await assertClean(watch)
     await context.close()
   })
@@ -262,6 +289,8 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
         assert.ok(t.hitsItself, `target ${t.key.slice(0, 40)} is not covered by another (${t.hit} at ${t.cx.toFixed(0)},${t.cy.toFixed(0)})`)
       }
       assert.ok(targets.some((t) => t.count >= 7), 'the seven nodes on one spot are one cluster')
+      // The zoom buttons sit outside the drawing: they cover no marker (at 390 px they sat on the Tokyo cluster).
+      assert.deepEqual(await markersUnderControls(page), [], 'markers under the zoom buttons')
 
       // Keyboard: Tab reaches the map's targets; Enter on the Tokyo cluster zooms in, until its
       // nodes are apart or (one spot) listed, each with a link to its page.
@@ -297,6 +326,7 @@ describe('network explorer', { skip: SKIP, timeout: 180_000 }, () => {
       assert.equal(await page.getByRole('button', { name: 'Zoom out to the whole world' }).getAttribute('aria-disabled'), 'true', 'nothing to reset at the whole world')
       await page.getByRole('button', { name: 'Zoom in', exact: true }).click()
       assert.equal(await page.locator('#map').getAttribute('data-zoom'), '2.00')
+      assert.deepEqual(await markersUnderControls(page), [], 'markers under the zoom buttons, zoomed in')
       await page.getByRole('button', { name: 'Zoom out to the whole world' }).click()
       assert.equal(await page.locator('#map').getAttribute('data-zoom'), '1.00')
       await assertClean(watch)

@@ -136,6 +136,23 @@ const FINAL_TEXT: Record<FinalState, FinalCopy> = {
   unavailable: { heading: 'Could not load the request', text: () => 'The service could not be reached.' },
 }
 
+/**
+ * The mark above each final heading: a tick for an approval (whichever way it was seen), a cross
+ * for a request that can no longer be approved because it was said no to or cancelled. It repeats
+ * the heading, which carries the words, so it stays hidden from screen readers (aria-hidden).
+ * Keyed here by every state, so a new state cannot fall back to an unstyled mark.
+ */
+export const FINAL_ICON: Record<FinalState, 'tick' | 'cross' | 'warning' | 'question'> = {
+  approved: 'tick',
+  'approved-here': 'tick',
+  'denied-here': 'cross',
+  cancelled: 'cross',
+  reported: 'warning',
+  expired: 'warning',
+  unknown: 'question',
+  unavailable: 'warning',
+}
+
 /** The final state of a decided request as the API reports it. */
 export function finalStateOf(details: Details): FinalState {
   if (details.status === 'cancelled') return details.cancelReason === 'not_me' ? 'reported' : 'cancelled'
@@ -146,6 +163,7 @@ export function finalStateOf(details: Details): FinalState {
 export function showFinal(state: FinalState, details?: Details, reason?: string): void {
   const section = el('final')
   section.dataset.state = state
+  section.dataset.icon = FINAL_ICON[state]
   const copy = FINAL_TEXT[state]
   el('final-vendor').textContent = details ? `Request from ${details.vendorBrand}` : ''
   el('final-vendor').hidden = details === undefined

@@ -18,7 +18,11 @@ export interface DemoOptions {
   days: number
   numbers: number
   seed: number
-  /** End of the generated period (exclusive), epoch ms, on a UTC day boundary. */
+  /**
+   * End of the generated period (exclusive), epoch ms: the data reaches it. The last of `days`
+   * UTC days is the one holding it, generated whole and cut at `until` (so a later run the same
+   * day gives the same sessions up to its own end, and seeding again adds only the newer ones).
+   */
   until: number
 }
 
@@ -82,13 +86,26 @@ function rhythm(localHour: number): number {
   return 0.15 + Math.max(0, Math.sin(((localHour - 6) / 24) * 2 * Math.PI)) + (localHour >= 18 && localHour <= 22 ? 0.5 : 0)
 }
 
-/** Sessions per day: growing linearly to three times the first day's, summing to `total`. */
+/**
+ * Sessions (or sign-ups) per day: growing linearly to three times the first day's, summing to
+ * `total` exactly. Each day gets its share rounded down, and the remainder goes one each to the
+ * days whose shares lost most in the rounding (ties to the earlier day): no day is more than one
+ * away from its share, and the same arguments give the same counts.
+ */
 export function dailyCounts(total: number, days: number): number[] {
   const weights = Array.from({ length: days }, (_, d) => 1 + (2 * d) / Math.max(1, days - 1))
   const sum = weights.reduce((a, b) => a + b, 0)
-  const counts = weights.map((w) => Math.floor((total * w) / sum))
-  counts[days - 1]! += total - counts.reduce((a, b) => a + b, 0)
+  const shares = weights.map((w) => (total * w) / sum)
+  const counts = shares.map((share) => Math.floor(share))
+  const remainder = total - counts.reduce((a, b) => a + b, 0)
+  const byLoss = shares.map((share, d) => ({ d, loss: share - Math.floor(share) })).sort((a, b) => b.loss - a.loss || a.d - b.d)
+  for (let k = 0; k < remainder; k++) counts[byLoss[k % days]!.d]! += 1
   return counts
+}
+
+/** Start of the first generated day: `days` whole UTC days end with the one holding `until`. */
+function firstDay(options: DemoOptions): number {
+  return Math.ceil(options.until / DAY) * DAY - options.days * DAY
 }
 
 const ymd = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '')
@@ -97,7 +114,7 @@ const ymd = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g
 export function* demoSessions(options: DemoOptions, nodes: DemoNodes): Generator<Session[]> {
   const random = prng(options.seed ^ 0x9e3779b9)
   const clients = Math.max(20, Math.round(options.sessions / 40))
-  const first = options.until - options.days * DAY
+  const first = firstDay(options)
   const counts = dailyCounts(options.sessions, options.days)
   for (let d = 0; d < options.days; d++) {
     const dayStart = first + d * DAY
@@ -120,8 +137,8 @@ export function* demoSessions(options: DemoOptions, nodes: DemoNodes): Generator
         bytesUp: Math.floor(bytesDown * (0.05 + 0.2 * random())), bytesDown,
       })
     }
-    day.sort((a, b) => a.start - b.start)
-    yield day
+    // The day holding `until` was drawn whole (the same sequence whatever its end): only its past is kept.
+    yield day.filter((session) => session.start < options.until).sort((a, b) => a.start - b.start)
   }
 }
 
@@ -130,7 +147,7 @@ export interface DemoSignup { phone: string; objectId: string; createdAt: number
 /** Sign-ups, growing like usage, in the countries of the demo cities (by weight). */
 export function* demoSignups(options: DemoOptions): Generator<DemoSignup> {
   const random = prng(options.seed ^ 0x85ebca6b)
-  const first = options.until - options.days * DAY
+  const first = firstDay(options)
   const counts = dailyCounts(options.numbers, options.days)
   let serial = 0
   for (let d = 0; d < options.days; d++) {
@@ -141,7 +158,8 @@ export function* demoSignups(options: DemoOptions): Generator<DemoSignup> {
       const digits = String(serial++ * 7919 % 1_000_000).padStart(6, '0')
       const phone = `${example.slice(0, -6)}${digits}`
       const objectId = `0x${createHash('sha256').update(`kns-demo/${options.seed}/${phone}`).digest('hex')}`
-      yield { phone, objectId, createdAt: first + d * DAY + Math.floor(random() * DAY) }
+      const createdAt = first + d * DAY + Math.floor(random() * DAY)
+      if (createdAt < options.until) yield { phone, objectId, createdAt }
     }
   }
 }
