@@ -27,7 +27,7 @@ export const Webhook = Type.Object({
   createdAt: Instant,
   delivery: Type.Object({
     state: StringEnum(['active', 'paused', 'probing'], {
-      description: '`paused`: its circuit breaker is open after failed attempts in a row, nothing is sent until `pausedUntil`; ' +
+      description: '`paused`: after WEBHOOK_BREAKER_FAILURES failed attempts in a row, nothing is sent until `pausedUntil`; ' +
         '`probing`: the pause is over, one attempt at a time until one succeeds. Nothing pending is given up meanwhile.',
     }),
     consecutiveFailures: Type.Integer(),

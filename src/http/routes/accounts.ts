@@ -155,7 +155,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags: zkTags, summary: 'A zkLogin proof for an id_token of this provider',
       description: 'The request and answer of Mysten\'s prover (`/v1`). With LEDGER=sui the proof comes from ZKLOGIN_PROVER_URL; ' +
-        'on the embedded ledger it is a clear proof that ledger checks statement by statement (docs/accounts.md).',
+        'on the embedded ledger (LEDGER=local) it is a development proof that only the embedded ledger accepts (docs/accounts.md).',
       body: ZkLoginProve.body, response: withErrors({ 200: ZkLoginProve.answer }),
     },
   }, async (request, reply) => {

@@ -45,8 +45,7 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
     schema: {
       tags: ['statistics admin'],
       summary: 'Upsert gateways by uid',
-      description: `A JSON array of at most ${MAX_BATCH} gateways, stored in one transaction. status: Online, Offline or Pending; ` +
-        'lat in [-90, 90], lon in [-180, 180]. A uid given twice: the last one wins.',
+      description: `A JSON array of at most ${MAX_BATCH} gateways, stored all or nothing. A uid given twice: the last one wins.`,
       security: API_KEY_SECURITY,
       body: UpsertGateways.body,
       response: withErrors({ 200: UpsertGateways.answer }),
@@ -59,7 +58,7 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
     schema: {
       tags: ['statistics admin'],
       summary: 'Upsert WiFi nodes by uid',
-      description: `A JSON array of at most ${MAX_BATCH} WiFi nodes (all seven fields), stored in one transaction. Same rules as gateways.`,
+      description: `A JSON array of at most ${MAX_BATCH} WiFi nodes (all seven fields), stored all or nothing. A uid given twice: the last one wins.`,
       security: API_KEY_SECURITY,
       body: UpsertWifiNodes.body,
       response: withErrors({ 200: UpsertWifiNodes.answer }),

@@ -19,9 +19,9 @@ const VERDICT_NOTE = 'A well-formed request that fails verification is answered 
 function commitNote(commit: 'async' | 'sync'): string {
   return commit === 'sync'
     ? 'Durability: the new approval is committed durably before this answer.'
-    : 'Durability: on PostgreSQL this server commits the new approval without waiting for the disk (APPROVAL_COMMIT=async): ' +
-      'a crash of the database server within about 0.6 s of this answer (3 × its wal_writer_delay) can lose it, and its link ' +
-      'then answers 404; a retry with the same referenceNumber creates it anew. Any decision on it commits durably, and makes it durable too.'
+    : 'Durability: this server answers before the new approval is on the database\'s disk (APPROVAL_COMMIT=async, on PostgreSQL): ' +
+      'a crash of the database server within about a second of this answer can lose it, and its link then answers 404; ' +
+      'a retry with the same referenceNumber creates it anew. Any decision on it is committed durably, and makes it durable too.'
 }
 
 export async function approvalRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {

@@ -124,7 +124,7 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
       tags: ['statistics'],
       summary: 'Number-system sign-ups, overall and per country, over a period',
       description: `${PERIOD_NOTE}\n\nA sign-up is a number linked to a KNS token (minted by this service or linked by an ` +
-        'operator), at the time of its first link. Country keys are ISO 3166-1 alpha-2 from libphonenumber-js; ZZ for ' +
+        'operator), at the time of its first link. Country keys are ISO 3166-1 alpha-2; ZZ for ' +
         'numbers of no single country. totalNS and totalPerCountry count sign-ups before the (widened) end; perCountry ' +
         'lists the countries with sign-ups in the period, each array aligned with ts.',
       body: NsPublicStats.body,
