@@ -241,9 +241,24 @@ function codeBlock(label: string, text: string, className: string): HTMLElement 
   return pre
 }
 
-/** An example value as shown: JSON, indented; a string (a PEM file) as it is. */
-function exampleText(value: unknown): string {
-  return typeof value === 'string' ? value : JSON.stringify(value, null, 2)
+/** An example value as shown: JSON, indented, a list of plain values on one line; a string (a PEM file) as it is. */
+export function exampleText(value: unknown, indent = ''): string {
+  if (typeof value === 'string' && indent === '') return value
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  const inner = `${indent}  `
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]'
+    // Plain values, or short tuples of them ([time, value] of a series), on one line.
+    const plain = (v: unknown) => v === null || typeof v !== 'object'
+    if (value.every((v) => plain(v) || (Array.isArray(v) && v.every(plain)))) {
+      const line = (v: unknown): string => (Array.isArray(v) ? `[${v.map(line).join(', ')}]` : JSON.stringify(v))
+      return line(value)
+    }
+    return `[\n${value.map((v) => `${inner}${exampleText(v, inner)}`).join(',\n')}\n${indent}]`
+  }
+  const entries = Object.entries(value)
+  if (entries.length === 0) return '{}'
+  return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${exampleText(v, inner)}`).join(',\n')}\n${indent}}`
 }
 
 function operationCard(method: string, path: string, op: Operation, doc: OpenApiDocument, base: string): HTMLElement {
