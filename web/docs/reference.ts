@@ -146,13 +146,14 @@ function fieldItem(name: string | null, schema: Schema, required: boolean, doc: 
   const head = h('div', { className: 'field-head' })
   if (name !== null) head.append(h('code', { text: name }))
   head.append(h('span', { className: 'type', text: typeLabel(s, doc) }))
+  // The allowed values next to the type: they are the type, in effect.
+  const allowed = allowedValues(s, doc)
+  const itemsAllowed = allowed === null && s.type === 'array' && s.items ? allowedValues(s.items, doc) : null
+  if (allowed !== null) head.append(valueList('Allowed values: ', allowed))
+  else if (itemsAllowed !== null) head.append(valueList('Each item one of: ', itemsAllowed))
   if (required) head.append(h('span', { className: 'required', text: 'required' }))
   const item = h('li', {}, head)
   if (s.description) item.append(h('p', {}, ...inline(s.description)))
-  const allowed = allowedValues(s, doc)
-  const itemsAllowed = allowed === null && s.type === 'array' && s.items ? allowedValues(s.items, doc) : null
-  if (allowed !== null) item.append(valueList('Allowed values: ', allowed))
-  else if (itemsAllowed !== null) item.append(valueList('Each item one of: ', itemsAllowed))
   const constraints = rules(s)
   if (constraints.length > 0) item.append(h('p', { className: 'rules', text: constraints.join(' · ') }))
   const nested = schemaFields(s.type === 'array' && s.items ? resolve(s.items, doc) : s, doc, depth + 1)
@@ -161,8 +162,8 @@ function fieldItem(name: string | null, schema: Schema, required: boolean, doc: 
 }
 
 /** `label` and each value as code (strings as written in JSON, so `"true"` and `true` differ). */
-function valueList(label: string, values: unknown[]): HTMLParagraphElement {
-  const list = h('p', { className: 'allowed' }, label)
+function valueList(label: string, values: unknown[]): HTMLSpanElement {
+  const list = h('span', { className: 'allowed' }, label)
   for (const [i, value] of values.entries()) {
     if (i > 0) list.append(', ')
     list.append(h('code', { text: JSON.stringify(value) }))
@@ -285,7 +286,10 @@ function operationCard(method: string, path: string, op: Operation, doc: OpenApi
   const answered = Object.entries(op.responses ?? {}).find(([status, answer]) => /^2/.test(status) && exampleValue(bodyMedia(answer.content)?.examples) !== undefined)
   if (answered) {
     const [status, answer] = answered
-    card.append(h('h4', { text: `Example answer (${status})` }), codeBlock(`Example answer ${status} of ${method.toUpperCase()} ${path}`, exampleText(exampleValue(bodyMedia(answer.content)?.examples)), 'example answer'))
+    // Folded like the answers' fields: some examples are long, the curl line is what is read first.
+    card.append(h('details', { className: 'response' },
+      h('summary', {}, h('span', { className: 'example-heading', text: `Example answer (${status})` })),
+      codeBlock(`Example answer ${status} of ${method.toUpperCase()} ${path}`, exampleText(exampleValue(bodyMedia(answer.content)?.examples)), 'example answer')))
   }
   const responses = Object.entries(op.responses ?? {})
   if (responses.length > 0) {
