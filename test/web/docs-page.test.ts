@@ -68,6 +68,8 @@ describe('API reference page', { skip: SKIP, timeout: 120_000 }, () => {
     const read = await curl('get-numsys-transaction-details')
     assert.equal(read, `curl '${base}/numsys/transaction_details?ref=22c855f9b4801ff9e0d8c2ec&wait=30'`, 'a GET without key or body')
     assert.match(await curl('delete-api-v1-admin-webhooks-id'), /^curl -X DELETE '[^']+\/api\/v1\/admin\/webhooks\/whk_[0-9a-f]{24}' \\\n {2}-H "x-api-key: \$KNS_API_KEY"$/)
+    // The example answer is folded, like the answers: opened, it shows.
+    await page.locator('#post-numsys-approval-phone summary', { hasText: 'Example answer (200)' }).click()
     assert.match(await page.locator('#post-numsys-approval-phone pre.answer').innerText(), /"approvalNumber": "22c855f9b4801ff9e0d8c2ec"/)
     await page.locator('#post-stir-v1-signing').scrollIntoViewIfNeeded()
     await screenshot(page, 'docs-examples')
