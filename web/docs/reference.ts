@@ -146,12 +146,12 @@ function fieldItem(name: string | null, schema: Schema, required: boolean, doc: 
   const head = h('div', { className: 'field-head' })
   if (name !== null) head.append(h('code', { text: name }))
   head.append(h('span', { className: 'type', text: typeLabel(s, doc) }))
+  if (required) head.append(h('span', { className: 'required', text: 'required' }))
   // The allowed values next to the type: they are the type, in effect.
   const allowed = allowedValues(s, doc)
   const itemsAllowed = allowed === null && s.type === 'array' && s.items ? allowedValues(s.items, doc) : null
   if (allowed !== null) head.append(valueList('Allowed values: ', allowed))
   else if (itemsAllowed !== null) head.append(valueList('Each item one of: ', itemsAllowed))
-  if (required) head.append(h('span', { className: 'required', text: 'required' }))
   const item = h('li', {}, head)
   if (s.description) item.append(h('p', {}, ...inline(s.description)))
   const constraints = rules(s)
