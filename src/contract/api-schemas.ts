@@ -1,6 +1,7 @@
 import { Type, type TSchema } from 'typebox'
 import { APPROVAL_FAILURES } from './failure-codes.ts'
 import { HTTP_ERROR_CODES } from './error-codes.ts'
+import { StringEnum } from './string-enum.ts'
 import { E164_PATTERN, EMAIL, HTTP_URL, MULTI_LINE, SINGLE_LINE, WAIT_SECONDS } from './text.ts'
 
 /** Shared formats of the contract (kns-api.md, "Common formats"). */
@@ -35,7 +36,7 @@ export const RegisterResponse = Type.Object({
   message: Type.String(),
   userId: Type.String({ description: 'stable user ID (UUID); the zkLogin `sub` claim' }),
   identifiers: Type.Array(Type.Object({
-    type: Type.Union([Type.Literal('email'), Type.Literal('phone')]),
+    type: StringEnum(['email', 'phone']),
     identifier: Type.String(),
   })),
   zkAddress: Address,
@@ -47,7 +48,7 @@ const approvalFields = {
   successRedirectUrl: RedirectUrl,
   cancelRedirectUrl: RedirectUrl,
   referenceNumber: Type.String({ minLength: 1, maxLength: 255, pattern: SINGLE_LINE, description: 'your reference; retrying with the same one is safe' }),
-  method: Type.Union([Type.Literal('sign'), Type.Literal('event')]),
+  method: StringEnum(['sign', 'event']),
 }
 
 export const PhoneApprovalRequest = Type.Object({ ...approvalFields, phoneNumber: E164 })
@@ -84,14 +85,13 @@ export const TransactionDetailsResponse = Type.Object({
   referenceNumber: Type.String({ description: 'extension: the vendor\'s referenceNumber, for the owner to match against the vendor\'s screen' }),
   createdAt: Timestamp,
   approved: Type.Boolean(),
-  method: Type.Union([Type.Literal('sign'), Type.Literal('event')]),
+  method: StringEnum(['sign', 'event']),
   phoneNumber: Type.Optional(Type.String({ description: 'canonical +E.164; absent when the token has no known number' })),
   wallet: Type.Optional(Type.String({ description: 'token owner that must approve; after approval, the approver. Absent if the token has no owning address' })),
   vendorBrand: Type.String({ description: 'brand of the API key that created the request' }),
-  // Spelled out (not mapped from STATUSES) so that the static type is the union, not never.
-  status: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('cancelled'), Type.Literal('expired')], { description: 'extension: pending -> approved | cancelled | expired' }),
+  status: StringEnum(STATUSES, { description: 'extension: pending -> approved | cancelled | expired' }),
   expiresAt: Timestamp,
-  cancelReason: Type.Optional(Type.Union([Type.Literal('denied'), Type.Literal('not_me')], {
+  cancelReason: Type.Optional(StringEnum(['denied', 'not_me'], {
     description: 'extension, on a cancelled request: `denied` (the owner said no) or `not_me` (the owner reported a request they did not make: ' +
       'treat it as a possible takeover attempt). Absent on requests cancelled before reasons were recorded',
   })),
@@ -115,7 +115,7 @@ export const VerifyTransactionRequest = Type.Object({
 
 export const CancelRequest = Type.Object({
   approvalNumber: ApprovalNumber,
-  reason: Type.Optional(Type.Union([Type.Literal('denied'), Type.Literal('not_me')], {
+  reason: Type.Optional(StringEnum(['denied', 'not_me'], {
     description: 'extension: `denied` (default: the owner says no) or `not_me` (the owner did not make this request)',
   })),
 })
@@ -155,7 +155,7 @@ const TnList = Type.Array(Type.String(), { description: 'E.164 numbers with +' }
 export const DivLinkReport = Type.Object({
   from: Type.String({ description: 'the number the call was diverted from (the div claim), E.164 with +' }),
   to: TnList,
-  trust: Type.Union([Type.Literal('ledger'), Type.Literal('x5u')], { description: 'where the diverting provider\'s key came from' }),
+  trust: StringEnum(['ledger', 'x5u'], { description: 'where the diverting provider\'s key came from' }),
   spc: Type.Optional(Type.String()),
   subject: Type.Optional(Type.String()),
 })
@@ -171,11 +171,11 @@ export const RcdReport = Type.Object({
 
 export const CallVerificationResponse = Type.Object({
   success: Type.Boolean(),
-  attestation: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'on success: the attestation level the PASSporT claims' })),
-  trust: Type.Optional(Type.Union([Type.Literal('ledger'), Type.Literal('x5u')], { description: 'on success: where the verifying key came from (CALLER_TRUST)' })),
+  attestation: Type.Optional(StringEnum(['A', 'B', 'C'], { description: 'on success: the attestation level the PASSporT claims' })),
+  trust: Type.Optional(StringEnum(['ledger', 'x5u'], { description: 'on success: where the verifying key came from (CALLER_TRUST)' })),
   spc: Type.Optional(Type.String({ description: 'trust x5u: the service provider code in the leaf certificate\'s TNAuthList, when it has one' })),
   subject: Type.Optional(Type.String({ description: 'trust x5u: the leaf certificate\'s subject' })),
-  verstat: Type.Union([Type.Literal('TN-Validation-Passed'), Type.Literal('TN-Validation-Failed'), Type.Literal('No-TN-Validation')],
+  verstat: StringEnum(['TN-Validation-Passed', 'TN-Validation-Failed', 'No-TN-Validation'],
     { description: 'extension: the verstat a SIP proxy puts in P-Asserted-Identity (ATIS-1000074)' }),
   sipReason: Type.Optional(Type.String({ description: 'extension, on failure: the RFC 8224 response a proxy would send: 403 Stale Date, 436 Bad Identity Info, 437 Unsupported Credential or 438 Invalid Identity Header' })),
   div: Type.Optional(Type.Array(DivLinkReport, { description: 'on success of a diverted call: each diversion (RFC 8946), in the order the call took them' })),
@@ -205,7 +205,7 @@ export const StirVerificationRequest = Type.Object({
 })
 export const StirVerificationResponse = Type.Object({
   verificationResponse: Type.Object({
-    verstat: Type.Union([Type.Literal('TN-Validation-Passed'), Type.Literal('TN-Validation-Failed'), Type.Literal('No-TN-Validation')]),
+    verstat: StringEnum(['TN-Validation-Passed', 'TN-Validation-Failed', 'No-TN-Validation']),
     reasoncode: Type.Optional(Type.Integer({ description: 'on failure: the RFC 8224 status code (403, 436, 437, 438)' })),
     reasontext: Type.Optional(Type.String({ description: 'on failure: its reason phrase' })),
   }),
@@ -216,10 +216,10 @@ export const StirSigningRequest = Type.Object({
   signingRequest: Type.Object({
     orig: Type.Object({ tn: AtisTn }),
     dest: Type.Object({ tn: Type.Array(AtisTn, { minItems: 1, maxItems: 10, description: 'a div PASSporT: the new destination' }) }),
-    attest: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B'), Type.Literal('C')], { description: 'required for a shaken PASSporT; a div PASSporT has none' })),
+    attest: Type.Optional(StringEnum(['A', 'B', 'C'], { description: 'required for a shaken PASSporT; a div PASSporT has none' })),
     iat: Type.Integer({ minimum: 0, maximum: 4_102_444_800, description: 'epoch seconds: at most 5 s ahead of the server clock and no older than CALL_MAX_AGE_S (60 s by default; 300 s at most), what the verifier accepts' }),
     origid: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'a UUID (RFC 8588); required for a shaken PASSporT' })),
-    ppt: Type.Optional(Type.Union([Type.Literal('shaken'), Type.Literal('div')], { description: 'shaken (default), or div: a diverting provider\'s PASSporT (RFC 8946), with `div`' })),
+    ppt: Type.Optional(StringEnum(['shaken', 'div'], { description: 'shaken (default), or div: a diverting provider\'s PASSporT (RFC 8946), with `div`' })),
     div: Type.Optional(Type.Object({ tn: AtisTn }, { description: 'ppt div: the number the call was diverted from (the credential must cover it)' })),
     identity: Type.Optional(Type.Union([IdentityHeaderValue, Type.Array(IdentityHeaderValue, { minItems: 1, maxItems: 6 })], {
       description: 'ppt div, required: the call\'s Identity header value(s) as it arrived (its shaken PASSporT and any div ones), which must verify as a chain from orig to div.tn',

@@ -1,11 +1,12 @@
 /** Request and response shapes of the webhook administration routes (docs/events.md). */
 import { Type, type Static } from 'typebox'
+import { StringEnum } from './string-enum.ts'
 import { SINGLE_LINE } from './text.ts'
 
 /** What a vendor can subscribe to: the decisions on its approvals. */
 export const DECISION_EVENT_TYPES = ['approval.approved', 'approval.cancelled', 'approval.expired'] as const
 export type DecisionEventType = (typeof DECISION_EVENT_TYPES)[number]
-const EventTypeName = Type.Union([Type.Literal('approval.approved'), Type.Literal('approval.cancelled'), Type.Literal('approval.expired')], { description: 'an event type' })
+const EventTypeName = StringEnum(DECISION_EVENT_TYPES, { description: 'an event type' })
 const WebhookId = Type.String({ pattern: '^whk_[0-9a-f]{24}$', description: 'webhook subscription ID' })
 const EventId = Type.String({ pattern: '^evt_[0-9a-f]{32}$', description: 'event ID (the `webhook-id` of its deliveries)' })
 const KeyId = Type.String({ minLength: 1, maxLength: 64, pattern: SINGLE_LINE, description: 'the API key whose approvals\' events are sent' })
@@ -25,8 +26,8 @@ export const Webhook = Type.Object({
   events: Type.Array(EventTypeName),
   createdAt: Instant,
   delivery: Type.Object({
-    state: Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('probing')], {
-      description: '`paused`: its circuit breaker is open after failed attempts in a row, nothing is sent until `pausedUntil`; ' +
+    state: StringEnum(['active', 'paused', 'probing'], {
+      description: '`paused`: after WEBHOOK_BREAKER_FAILURES failed attempts in a row, nothing is sent until `pausedUntil`; ' +
         '`probing`: the pause is over, one attempt at a time until one succeeds. Nothing pending is given up meanwhile.',
     }),
     consecutiveFailures: Type.Integer(),
@@ -55,7 +56,7 @@ export const Delivery = Type.Object({
   approvalNumber: Type.Union([Type.String(), Type.Null()]),
   webhookId: Type.String(),
   url: Type.String(),
-  state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+  state: StringEnum(['pending', 'delivered', 'failed']),
   attempts: Type.Integer(),
   lastStatus: Type.Union([Type.Integer(), Type.Null()]),
   lastError: Type.Union([Type.String(), Type.Null()]),
@@ -65,7 +66,7 @@ export const Delivery = Type.Object({
 })
 export const DeliveryList = Type.Object({ deliveries: Type.Array(Delivery) })
 export const DeliveriesQuery = Type.Object({
-  failed: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: given-up deliveries only' })),
+  failed: Type.Optional(StringEnum(['true', 'false'], { description: 'true: given-up deliveries only' })),
   keyId: Type.Optional(KeyId),
   limit: Type.Optional(Type.String({ pattern: '^(1000|[1-9][0-9]{0,2})$', description: 'at most this many (1-1000, default 50)' })),
 }, { additionalProperties: false })

@@ -1,5 +1,6 @@
 /** Request and response shapes of the statistics endpoints (kns-api.md, area C). */
 import { Type, type Static } from 'typebox'
+import { StringEnum } from './string-enum.ts'
 import { SINGLE_LINE } from './text.ts'
 
 export const NODE_STATUSES = ['Online', 'Offline', 'Pending'] as const
@@ -22,7 +23,7 @@ export const SESSION_LIMITS = {
 } as const
 
 const Uid = text(1, SESSION_LIMITS.nodeUid, 'stable node identifier', { examples: ['gw-0001'] })
-const Status = Type.Union([Type.Literal('Online'), Type.Literal('Offline'), Type.Literal('Pending')], { description: 'Online | Offline | Pending (installed, not yet serving)' })
+const Status = StringEnum(NODE_STATUSES, { description: '`Pending`: installed, not yet serving' })
 const Lat = Type.Number({ minimum: -90, maximum: 90, description: 'latitude, degrees' })
 const Lon = Type.Number({ minimum: -180, maximum: 180, description: 'longitude, degrees' })
 
@@ -62,7 +63,7 @@ const Bytes = Type.Integer({ minimum: 0, maximum: SESSION_LIMITS.bytes, descript
 /** One usage session as ingested (the raw clientId is hashed before storage). */
 export const SessionInput = Type.Object({
   sessionId: text(1, SESSION_LIMITS.sessionId, 'unique ID of the session; re-sending a session is harmless'),
-  network: Type.Union([Type.Literal('gateway'), Type.Literal('wifi')]),
+  network: StringEnum(NETWORKS),
   nodeUid: Uid,
   clientId: Type.String({ minLength: 1, maxLength: SESSION_LIMITS.clientId, description: 'opaque device ID; only a keyed hash of it is stored' }),
   start: Instant,

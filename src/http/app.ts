@@ -1,6 +1,7 @@
 import { addressMatcher } from '../lib/address-ranges.ts'
 import { addressGroup } from '../lib/client-address.ts'
 import { Admission, useAdmission } from './admission.ts'
+import type { Ajv } from 'ajv'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Registry } from 'prom-client'
 import type { Service } from '../service.ts'
@@ -24,8 +25,18 @@ import { adminOidcRoutes } from './routes/admin-oidc.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
+import { EXAMPLES_KEYWORD } from '../contract/examples.ts'
 
 export const BODY_LIMIT = 64 * 1024
+
+/**
+ * Fastify's Ajv, as every route's request is validated (test/http/openapi-examples.test.ts
+ * validates the documented examples with it too). The examples' keyword is an annotation.
+ */
+export const VALIDATION = {
+  customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false },
+  plugins: [(ajv: Ajv) => ajv.addKeyword(EXAMPLES_KEYWORD)],
+}
 
 export interface AppOptions {
   /** pino options, or false for no logs (tests). */
@@ -67,7 +78,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     trustProxy: proxyTrust(service.config.trustProxy),
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
+    ajv: VALIDATION,
     // Admission's gate answers requests that arrive while the server closes (503 in the error
     // shape, with Retry-After); Fastify's own answer had neither.
     return503OnClosing: false,

@@ -7,7 +7,7 @@ const DESCRIPTION = `Phone-number identity on the Sui ledger.
 * **Area A**: registration with zkLogin addresses, ledger-backed approvals.
 * **Area B**: caller verification (PASSporT / STIR-SHAKEN) and number -> token -> registries lookup.
 * **Errors**: every error response has the \`ErrorBody\` shape; \`code\` is stable.
-* **Auth**: endpoints marked with a lock need \`x-api-key\` with the named scope;
+* **Auth**: endpoints marked "needs an x-api-key" (with a security requirement) need \`x-api-key\` with the named scope;
   401 for a missing, unknown or revoked key, 403 for a missing scope, 429 past the key's rate
   (with \`Retry-After\`). Endpoints without a key are rate limited per client IP.
 * **Approval states**: \`pending\` -> \`approved\` | \`cancelled\`; a pending request becomes

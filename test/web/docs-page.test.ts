@@ -1,7 +1,8 @@
 /**
  * The API reference at /docs in headless Chromium: drawn from the service's own /openapi.json,
- * every operation present with its anchor, Markdown rendered (no raw backticks), readable at
- * 390 px without sideways scrolling, axe-clean, and nothing the strict CSP refuses.
+ * every operation present with its anchor, Markdown rendered (no raw backticks), enumerations as
+ * their allowed values, an example request (curl) and answer per operation, readable at 390 px
+ * without sideways scrolling, axe-clean, and nothing the strict CSP refuses.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
@@ -38,6 +39,40 @@ describe('API reference page', { skip: SKIP, timeout: 120_000 }, () => {
     await page.locator('#contents a[href="#post-numsys-approval-phone"]').click()
     assert.equal(new URL(page.url()).hash, '#post-numsys-approval-phone')
     await screenshot(page, 'docs-reference')
+    await assertClean(watch)
+    await context.close()
+  })
+
+  test('enumerations show their allowed values (fields, parameters, nested objects, arrays); every operation an example request as curl, and an answer', async () => {
+    const doc = await (await fetch(`${server.url}/openapi.json`)).json() as { servers: Array<{ url: string }> }
+    const { context, page, watch } = await openPage(browser, { viewport: { width: 1440, height: 900 } })
+    await page.goto(`${server.url}/docs`)
+    await page.locator('article.op').first().waitFor()
+    // textContent: the answers' fields are in folded <details>, which innerText leaves out.
+    const text = async (anchor: string) => await page.locator(`#${anchor}`).textContent() ?? ''
+    assert.doesNotMatch(await page.locator('main').textContent() ?? '', /string \| string/)
+    const details = await text('get-numsys-transaction-details')
+    for (const values of ['"sign", "event"', '"pending", "approved", "cancelled", "expired"', '"denied", "not_me"']) assert.ok(details.includes(`Allowed values: ${values}`), values)
+    assert.match(await text('get-api-v1-admin-webhook-deliveries'), /Allowed values: "true", "false"/, 'a query parameter')
+    assert.match(await text('post-stir-v1-signing'), /Allowed values: "A", "B", "C"/, 'a field of a nested object')
+    assert.match(await text('post-api-v1-admin-webhooks'), /Each item one of: "approval\.approved", "approval\.cancelled", "approval\.expired"/, 'an array of an enumeration')
+    const ops = await page.locator('article.op').count()
+    assert.equal(await page.locator('article.op pre.curl').count(), ops)
+    assert.equal(await page.locator('article.op pre.answer').count(), ops)
+    const base = doc.servers[0]!.url.replace(/\/+$/, '')
+    const curl = (anchor: string) => page.locator(`#${anchor} pre.curl`).innerText()
+    const create = await curl('post-numsys-approval-phone')
+    assert.ok(create.startsWith(`curl -X POST '${base}/numsys/approval-phone'`), create)
+    assert.match(create, /-H "x-api-key: \$KNS_API_KEY"/)
+    assert.match(create, /-d '\{"title":"Confirm the transfer",.*"phoneNumber":"\+14155550100"\}'/)
+    const read = await curl('get-numsys-transaction-details')
+    assert.equal(read, `curl '${base}/numsys/transaction_details?ref=22c855f9b4801ff9e0d8c2ec&wait=30'`, 'a GET without key or body')
+    assert.match(await curl('delete-api-v1-admin-webhooks-id'), /^curl -X DELETE '[^']+\/api\/v1\/admin\/webhooks\/whk_[0-9a-f]{24}' \\\n {2}-H "x-api-key: \$KNS_API_KEY"$/)
+    // The example answer is folded, like the answers: opened, it shows.
+    await page.locator('#post-numsys-approval-phone summary', { hasText: 'Example answer (200)' }).click()
+    assert.match(await page.locator('#post-numsys-approval-phone pre.answer').innerText(), /"approvalNumber": "22c855f9b4801ff9e0d8c2ec"/)
+    await page.locator('#post-stir-v1-signing').scrollIntoViewIfNeeded()
+    await screenshot(page, 'docs-examples')
     await assertClean(watch)
     await context.close()
   })

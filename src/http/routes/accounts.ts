@@ -9,10 +9,10 @@ import { BODY_LIMITS } from '../json-body.ts'
 import { methodNotAllowed, trackRouteMethods } from '../transport.ts'
 import { LOGIN_PAGE_FILE, pageHandler } from './pages.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
+import { InteractionParams } from '../../contract/accounts-schemas.ts'
 import {
-  EpochResponse, InteractionDetails, InteractionParams, LoginRequest, ProveRequest, ProveResponse, RedirectResponse, SaltRequest, SaltResponse,
-  SendCodeRequest, SendCodeResponse,
-} from '../../contract/accounts-schemas.ts'
+  AbortLogin, CurrentEpoch, InteractionInfo, LoginWithCode, SendLoginCode, ZkLoginProve, ZkLoginSalt,
+} from '../../contract/accounts-operations.ts'
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
 /** Per client address: salts and proofs are asked for once per login, not in loops. */
@@ -69,7 +69,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
 
   app.get(`${mount}/interaction/:uid/details`, {
     onRequest: ipLimit,
-    schema: { tags, summary: 'What the login asks (for the login page)', params: InteractionParams, response: withErrors({ 200: InteractionDetails }) },
+    schema: { tags, summary: 'What the login asks (for the login page)', params: InteractionInfo.params, response: withErrors({ 200: InteractionInfo.answer }) },
   }, async (request, reply) => {
     const details = await interaction(request, reply)
     const clientId = String(details.params.client_id)
@@ -88,7 +88,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
       tags, summary: 'Send a one-time code to the number',
       description: 'The same answer whether or not the number has an account (only then is a text sent). Limited per number and ' +
         'client address (and a cooldown between two), per number, per client address and per number prefix: 429 with Retry-After past them.',
-      params: InteractionParams, body: SendCodeRequest, response: withErrors({ 202: SendCodeResponse }),
+      params: SendLoginCode.params, body: SendLoginCode.body, response: withErrors({ 202: SendLoginCode.answer }),
     },
   }, async (request, reply) => {
     const details = await interaction(request, reply)
@@ -105,7 +105,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags, summary: 'Log in with the code',
       description: '`redirectTo` continues the authorization. A wrong code uses one of its 5 tries (LOGIN_CODE_INVALID); an expired or used-up one is LOGIN_CODE_EXPIRED.',
-      params: InteractionParams, body: LoginRequest, response: withErrors({ 200: RedirectResponse }),
+      params: LoginWithCode.params, body: LoginWithCode.body, response: withErrors({ 200: LoginWithCode.answer }),
     },
   }, async (request, reply) => {
     const details = await interaction(request, reply)
@@ -119,7 +119,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post(`${mount}/interaction/:uid/abort`, {
     onRequest: ipLimit,
-    schema: { tags, summary: 'Give up logging in (the client hears access_denied)', params: InteractionParams, response: withErrors({ 200: RedirectResponse }) },
+    schema: { tags, summary: 'Give up logging in (the client hears access_denied)', params: AbortLogin.params, response: withErrors({ 200: AbortLogin.answer }) },
   }, async (request, reply) => {
     await interaction(request, reply)
     const redirectTo = await accounts.provider.provider.interactionResult(request.raw, reply.raw, {
@@ -131,7 +131,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
   const zkTags = ['zklogin']
   app.get('/zklogin/v1/epoch', {
     onRequest: ipLimit,
-    schema: { tags: zkTags, summary: 'The ledger\'s current epoch (for a zkLogin max epoch and nonce)', response: withErrors({ 200: EpochResponse }) },
+    schema: { tags: zkTags, summary: 'The ledger\'s current epoch (for a zkLogin max epoch and nonce)', response: withErrors({ 200: CurrentEpoch.answer }) },
   }, async () => ({ epoch: await service.ledger.currentEpoch(), maxEpochAhead: MAX_EPOCH_UPPER_BOUND_DELTA }))
 
   app.post('/zklogin/v1/salt', {
@@ -141,7 +141,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags: zkTags, summary: 'The user\'s zkLogin salt for an id_token of this provider',
       description: 'Mysten\'s salt service shapes: `{ token }` -> `{ salt }`. Only for a valid, unexpired id_token of this provider (INVALID_ID_TOKEN otherwise).',
-      body: SaltRequest, response: withErrors({ 200: SaltResponse }),
+      body: ZkLoginSalt.body, response: withErrors({ 200: ZkLoginSalt.answer }),
     },
   }, async (request, reply) => {
     reply.header('cache-control', 'no-store')
@@ -155,8 +155,8 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     schema: {
       tags: zkTags, summary: 'A zkLogin proof for an id_token of this provider',
       description: 'The request and answer of Mysten\'s prover (`/v1`). With LEDGER=sui the proof comes from ZKLOGIN_PROVER_URL; ' +
-        'on the embedded ledger it is a clear proof that ledger checks statement by statement (docs/accounts.md).',
-      body: ProveRequest, response: withErrors({ 200: ProveResponse }),
+        'on the embedded ledger (LEDGER=local) it is a development proof that only the embedded ledger accepts (docs/accounts.md).',
+      body: ZkLoginProve.body, response: withErrors({ 200: ZkLoginProve.answer }),
     },
   }, async (request, reply) => {
     reply.header('cache-control', 'no-store')

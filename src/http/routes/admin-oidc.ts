@@ -5,7 +5,7 @@ import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
-import { CreatedOidcClient, NewOidcClient, OidcClient, OidcClientList, OidcClientParams } from '../../contract/accounts-schemas.ts'
+import { AddOidcClient, ListOidcClients, RemoveOidcClient } from '../../contract/accounts-operations.ts'
 
 function present(c: Client) {
   return { clientId: c.clientId, name: c.name, redirectUris: c.redirectUris, confidential: c.confidential, builtIn: c.builtIn, createdAt: c.createdAt === null ? null : new Date(c.createdAt).toISOString() }
@@ -24,7 +24,7 @@ export async function adminOidcRoutes(fastify: FastifyInstance, { service }: { s
     schema: {
       tags, security: API_KEY_SECURITY, summary: 'Register a relying party of the login provider',
       description: 'Exact redirect URIs (https; http only on localhost), refused when browsers and RFC 3986 parsers could read them differently. A confidential client\'s secret is in this answer only.',
-      body: NewOidcClient, response: withErrors({ 201: CreatedOidcClient }),
+      body: AddOidcClient.body, response: withErrors({ 201: AddOidcClient.answer }),
     },
   }, async (request, reply) => {
     const { client, secret } = await clients.add(request.body)
@@ -33,12 +33,12 @@ export async function adminOidcRoutes(fastify: FastifyInstance, { service }: { s
 
   app.get('/api/v1/admin/oidc/clients', {
     onRequest: guard,
-    schema: { tags, security: API_KEY_SECURITY, summary: 'The login provider\'s clients (never their secrets)', response: withErrors({ 200: OidcClientList }) },
+    schema: { tags, security: API_KEY_SECURITY, summary: 'The login provider\'s clients (never their secrets)', response: withErrors({ 200: ListOidcClients.answer }) },
   }, async () => ({ clients: (await clients.list()).map(present) }))
 
   app.delete('/api/v1/admin/oidc/clients/:clientId', {
     onRequest: guard,
-    schema: { tags, security: API_KEY_SECURITY, summary: 'Remove a client (for the built-in one: the redirect URIs added to it)', params: OidcClientParams, response: withErrors({ 200: OidcClient }) },
+    schema: { tags, security: API_KEY_SECURITY, summary: 'Remove a client (for the built-in one: the redirect URIs added to it)', params: RemoveOidcClient.params, response: withErrors({ 200: RemoveOidcClient.answer }) },
   }, async (request) => {
     const found = await clients.get(request.params.clientId)
     await clients.remove(request.params.clientId)

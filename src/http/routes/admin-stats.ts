@@ -5,9 +5,8 @@ import { PayloadTooLargeError, ValidationError } from '../../errors.ts'
 import type { Service } from '../../service.ts'
 import { createClientHasher } from '../../stats/ingest/client-hash.ts'
 import { ingestSessions, upsertGateways, upsertWifiNodes } from '../../stats/ingest/ingest.ts'
-import {
-  GatewayList, MAX_BATCH, NodesUpserted, UsageBatch, UsageIngested, UsageRejected, WifiNodeList,
-} from '../../contract/stats-schemas.ts'
+import { MAX_BATCH, UsageRejected } from '../../contract/stats-schemas.ts'
+import { IngestUsage, UpsertGateways, UpsertWifiNodes } from '../../contract/stats-operations.ts'
 import { checkBatch } from '../../stats/ingest/validate-session.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { errorBody } from '../error-body.ts'
@@ -46,11 +45,10 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
     schema: {
       tags: ['statistics admin'],
       summary: 'Upsert gateways by uid',
-      description: `A JSON array of at most ${MAX_BATCH} gateways, stored in one transaction. status: Online, Offline or Pending; ` +
-        'lat in [-90, 90], lon in [-180, 180]. A uid given twice: the last one wins.',
+      description: `A JSON array of at most ${MAX_BATCH} gateways, stored all or nothing. A uid given twice: the last one wins.`,
       security: API_KEY_SECURITY,
-      body: GatewayList,
-      response: withErrors({ 200: NodesUpserted }),
+      body: UpsertGateways.body,
+      response: withErrors({ 200: UpsertGateways.answer }),
     },
   }, async (request) => ({ upserted: await upsertGateways(service.db, request.body) }))
 
@@ -60,10 +58,10 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
     schema: {
       tags: ['statistics admin'],
       summary: 'Upsert WiFi nodes by uid',
-      description: `A JSON array of at most ${MAX_BATCH} WiFi nodes (all seven fields), stored in one transaction. Same rules as gateways.`,
+      description: `A JSON array of at most ${MAX_BATCH} WiFi nodes (all seven fields), stored all or nothing. A uid given twice: the last one wins.`,
       security: API_KEY_SECURITY,
-      body: WifiNodeList,
-      response: withErrors({ 200: NodesUpserted }),
+      body: UpsertWifiNodes.body,
+      response: withErrors({ 200: UpsertWifiNodes.answer }),
     },
   }, async (request) => ({ upserted: await upsertWifiNodes(service.db, request.body) }))
 
@@ -87,13 +85,8 @@ export async function adminStatsRoutes(fastify: FastifyInstance, { service }: { 
           'ahead of the server clock; end >= start. clientId is stored only as a keyed hash. 422 VALUE_OUT_OF_RANGE (nothing ' +
           'stored) when the batch would carry an hour, day or week total past 2^63 - 1 bytes.',
         security: API_KEY_SECURITY,
-        body: {
-          content: {
-            'application/json': { schema: UsageBatch },
-            'application/x-ndjson': { schema: Type.String({ description: 'one session (JSON object) per line' }) },
-          },
-        },
-        response: withErrors({ 200: UsageIngested, 400: UsageRejected }),
+        body: IngestUsage.body,
+        response: withErrors({ 200: IngestUsage.answer, 400: UsageRejected }),
       },
     }, async (request, reply) => {
       const body: unknown = request.body

@@ -7,9 +7,7 @@ import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
-import {
-  CreatedWebhook, DeliveriesQuery, DeliveryList, EventParams, NewWebhook, Replayed, TestDelivery, Webhook, WebhookList, WebhookListQuery, WebhookParams,
-} from '../../contract/events-schemas.ts'
+import { AddWebhook, ListDeliveries, ListWebhooks, RemoveWebhook, ReplayEvent, TestWebhook } from '../../contract/events-operations.ts'
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -43,8 +41,8 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
       tags, security: API_KEY_SECURITY,
       summary: 'Subscribe an endpoint to the events of one API key\'s approvals',
       description: 'The answer holds the signing secret, shown only here. Deliveries follow Standard Webhooks (docs/events.md).',
-      body: NewWebhook,
-      response: withErrors({ 201: CreatedWebhook }),
+      body: AddWebhook.body,
+      response: withErrors({ 201: AddWebhook.answer }),
     },
   }, async (request, reply) => {
     const created = await addSubscription(db, events.box, request.body, { allowPrivate: service.config.webhookAllowPrivate })
@@ -53,7 +51,7 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
 
   app.get('/api/v1/admin/webhooks', {
     onRequest: guard,
-    schema: { tags, security: API_KEY_SECURITY, summary: 'Live webhook subscriptions (never their secrets)', querystring: WebhookListQuery, response: withErrors({ 200: WebhookList }) },
+    schema: { tags, security: API_KEY_SECURITY, summary: 'Live webhook subscriptions (never their secrets)', querystring: ListWebhooks.querystring, response: withErrors({ 200: ListWebhooks.answer }) },
   }, async (request) => ({ webhooks: (await listSubscriptions(db, request.query.keyId === undefined ? {} : { keyId: request.query.keyId })).map((w) => presentWebhook(w, breaker)) }))
 
   app.delete('/api/v1/admin/webhooks/:id', {
@@ -61,7 +59,7 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
     schema: {
       tags, security: API_KEY_SECURITY, summary: 'Remove a subscription',
       description: 'Nothing more is sent to it; its deliveries still pending are given up.',
-      params: WebhookParams, response: withErrors({ 200: Webhook }),
+      params: RemoveWebhook.params, response: withErrors({ 200: RemoveWebhook.answer }),
     },
   }, async (request) => presentWebhook(await removeSubscription(db, request.params.id), breaker))
 
@@ -70,13 +68,13 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
     schema: {
       tags, security: API_KEY_SECURITY, summary: 'Send a `webhook.test` event to this endpoint now',
       description: 'One attempt at once; its outcome is the answer. A failed one is retried on the normal schedule.',
-      params: WebhookParams, response: withErrors({ 200: TestDelivery }),
+      params: TestWebhook.params, response: withErrors({ 200: TestWebhook.answer }),
     },
   }, async (request) => sendTestEvent(db, events.deliveries, request.params.id))
 
   app.get('/api/v1/admin/webhook-deliveries', {
     onRequest: guard,
-    schema: { tags, security: API_KEY_SECURITY, summary: 'Deliveries, newest first', querystring: DeliveriesQuery, response: withErrors({ 200: DeliveryList }) },
+    schema: { tags, security: API_KEY_SECURITY, summary: 'Deliveries, newest first', querystring: ListDeliveries.querystring, response: withErrors({ 200: ListDeliveries.answer }) },
   }, async (request) => {
     const { failed, keyId, limit } = request.query
     const found = await listDeliveries(db, { limit: Number(limit ?? 50), failed: failed === 'true', ...(keyId === undefined ? {} : { keyId }) })
@@ -87,7 +85,7 @@ export async function adminWebhookRoutes(fastify: FastifyInstance, { service }: 
     onRequest: guard,
     schema: {
       tags, security: API_KEY_SECURITY, summary: 'Send an event again (same webhook-id and body) to every live subscription that takes it',
-      params: EventParams, response: withErrors({ 200: Replayed }),
+      params: ReplayEvent.params, response: withErrors({ 200: ReplayEvent.answer }),
     },
   }, async (request) => {
     const replayed = await replayEvent(db, request.params.eventId)

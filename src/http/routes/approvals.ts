@@ -9,10 +9,8 @@ import type { ApiKey } from '../../keys/api-keys.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, publicRateLimit, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import {
-  ApprovalResponse, CancelRequest, DetailsQuery, ObjectIdApprovalRequest, PhoneApprovalRequest, TransactionDetailsResponse,
-  VerdictResponse, VerifySignatureRequest, VerifyTransactionRequest, withErrors,
-} from '../../contract/api-schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import { ApprovalCancel, ApprovalObjectId, ApprovalPhone, TransactionDetails, VerifySignature, VerifyTransaction } from '../../contract/api-operations.ts'
 
 const VERDICT_NOTE = 'A well-formed request that fails verification is answered 200 with `success: false`, `error` and `code`; ' +
   'a malformed one 400; an unknown approval number 404. Repeating a successful verification succeeds again.'
@@ -21,9 +19,9 @@ const VERDICT_NOTE = 'A well-formed request that fails verification is answered 
 function commitNote(commit: 'async' | 'sync'): string {
   return commit === 'sync'
     ? 'Durability: the new approval is committed durably before this answer.'
-    : 'Durability: on PostgreSQL this server commits the new approval without waiting for the disk (APPROVAL_COMMIT=async): ' +
-      'a crash of the database server within about 0.6 s of this answer (3 × its wal_writer_delay) can lose it, and its link ' +
-      'then answers 404; a retry with the same referenceNumber creates it anew. Any decision on it commits durably, and makes it durable too.'
+    : 'Durability: this server answers before the new approval is on the database\'s disk (APPROVAL_COMMIT=async, on PostgreSQL): ' +
+      'a crash of the database server within about a second of this answer can lose it, and its link then answers 404; ' +
+      'a retry with the same referenceNumber creates it anew. Any decision on it is committed durably, and makes it durable too.'
 }
 
 export async function approvalRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
@@ -44,8 +42,8 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       description: '404 when the number has no number-system token. Retrying with the same referenceNumber and body ' +
         'returns the same pending approval; a different body is a 409. ' + commitNote(config.approvalCommit),
       security: API_KEY_SECURITY,
-      body: PhoneApprovalRequest,
-      response: withErrors({ 200: ApprovalResponse }),
+      body: ApprovalPhone.body,
+      response: withErrors({ 200: ApprovalPhone.answer }),
     },
   }, async (request) => create(request.apiKey, request.body))
 
@@ -57,8 +55,8 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       summary: 'Ask the owner of a number-system token to approve an action',
       description: '404 when the token does not exist on the ledger. Same retry rules as approval-phone. ' + commitNote(config.approvalCommit),
       security: API_KEY_SECURITY,
-      body: ObjectIdApprovalRequest,
-      response: withErrors({ 200: ApprovalResponse }),
+      body: ApprovalObjectId.body,
+      response: withErrors({ 200: ApprovalObjectId.answer }),
     },
   }, async (request) => create(request.apiKey, request.body))
 
@@ -69,8 +67,8 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       summary: 'The state of an approval request',
       description: '`ref` is the approval number. `wallet` is the token owner who must approve, then the address that did. ' +
         'No key: the approval number (96 random bits) is the capability, as in the approval URL.',
-      querystring: DetailsQuery,
-      response: withErrors({ 200: TransactionDetailsResponse }),
+      querystring: TransactionDetails.querystring,
+      response: withErrors({ 200: TransactionDetails.answer }),
     },
   }, async (request) => {
     const deps = { db, ledger, serviceUrl: config.publicBaseUrl }
@@ -88,8 +86,8 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       tags: ['approvals'],
       summary: 'Approve a `sign` request with the owner\'s personal-message signature over `signMessage`',
       description: VERDICT_NOTE,
-      body: VerifySignatureRequest,
-      response: withErrors({ 200: VerdictResponse }),
+      body: VerifySignature.body,
+      response: withErrors({ 200: VerifySignature.answer }),
     },
   }, async (request) => verifySignature({
     db, ledger, now: Date.now(), serviceUrl: config.publicBaseUrl,
@@ -103,8 +101,8 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       tags: ['approvals'],
       summary: 'Approve an `event` request with the digest of the owner\'s `kns::approve` transaction',
       description: VERDICT_NOTE,
-      body: VerifyTransactionRequest,
-      response: withErrors({ 200: VerdictResponse }),
+      body: VerifyTransaction.body,
+      response: withErrors({ 200: VerifyTransaction.answer }),
     },
   }, async (request) => verifyTransaction({
     db, ledger, now: Date.now(), approvalNumber: request.body.approvalNumber, digest: request.body.digest,
@@ -118,8 +116,8 @@ export async function approvalRoutes(fastify: FastifyInstance, { service }: { se
       summary: 'Extension: the owner declines the request (approval page "Deny" or "This wasn\'t me")',
       description: 'pending -> cancelled, with the reason (transaction_details `cancelReason`, the `approval.cancelled` event\'s data); ' +
         'idempotent, the first reason stays. An approved or expired request answers `success: false`.',
-      body: CancelRequest,
-      response: withErrors({ 200: VerdictResponse }),
+      body: ApprovalCancel.body,
+      response: withErrors({ 200: ApprovalCancel.answer }),
     },
   }, async (request) => cancelApproval(db, request.body.approvalNumber, request.body.reason))
 }

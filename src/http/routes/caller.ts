@@ -5,7 +5,8 @@ import { canonicalPhone } from '../../identity/phone.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { CallVerificationRequest, CallVerificationResponse, ObjectIdLookupRequest, ObjectIdLookupResponse, withErrors } from '../../contract/api-schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import { CallSignatureVerification, ObjectIdLookup } from '../../contract/api-operations.ts'
 
 export async function callerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -30,8 +31,8 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
         'reports each diversion. Every answer has verstat; a failure the RFC 8224 sipReason. A failed verification is 200 `{ success: false }`; ' +
         'a malformed body 400.',
       security: API_KEY_SECURITY,
-      body: CallVerificationRequest,
-      response: withErrors({ 200: CallVerificationResponse }),
+      body: CallSignatureVerification.body,
+      response: withErrors({ 200: CallSignatureVerification.answer }),
     },
   }, async (request) => {
     const { origTN, destTN, jwt, identity, debug } = request.body
@@ -60,8 +61,8 @@ export async function callerRoutes(fastify: FastifyInstance, { service }: { serv
       summary: 'The number-system token of a phone number and the certificate registries linked to it',
       description: '404 when the number has no token.',
       security: API_KEY_SECURITY,
-      body: ObjectIdLookupRequest,
-      response: withErrors({ 200: ObjectIdLookupResponse }),
+      body: ObjectIdLookup.body,
+      response: withErrors({ 200: ObjectIdLookup.answer }),
     },
   }, async (request) => {
     const resolution = await directory.resolve(canonicalPhone(request.body.phoneNumber))

@@ -4,7 +4,8 @@ import { registerOrLogin, registrationAnswerFloor } from '../../identity/registe
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { RegisterRequest, RegisterResponse, withErrors } from '../../contract/api-schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import { RegisterUserLogin } from '../../contract/api-operations.ts'
 
 export async function identityRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -21,8 +22,8 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
         'registered before: registering grants nothing. The account is controlled by whoever receives the one-time codes sent to the ' +
         'number (the login provider); the e-mail is kept unverified when the number is new and binds nothing otherwise. On first ' +
         'registration the ledger mints the number\'s KNS token to the zkAddress (embedded ledger; on Sui an operator links the token).',
-      body: RegisterRequest,
-      response: withErrors({ 200: RegisterResponse }),
+      body: RegisterUserLogin.body,
+      response: withErrors({ 200: RegisterUserLogin.answer }),
     },
   }, async (request) => {
     const result = await registerOrLogin({

@@ -8,7 +8,8 @@ import { approveWithSignature } from '../../ledger/approve.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { LedgerApproveRequest, LedgerApproveResponse, withErrors } from '../../contract/api-schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import { LedgerApprove } from '../../contract/api-operations.ts'
 
 /** Embedded-ledger operations over HTTP; registered only when LEDGER=local. */
 export async function ledgerRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
@@ -27,8 +28,8 @@ export async function ledgerRoutes(fastify: FastifyInstance, { service }: { serv
         'Records a successful transaction emitting ApprovalEvent { object_id, ref } and returns its digest, ' +
         'for verify_transaction. 403 when the signer does not own the token; 404 for an unknown token or a `ref` that is no approval ' +
         'request for it; 409 once the token has approved the ref (a replay) or when the request can no longer be approved.',
-      body: LedgerApproveRequest,
-      response: withErrors({ 200: LedgerApproveResponse }),
+      body: LedgerApprove.body,
+      response: withErrors({ 200: LedgerApprove.answer }),
     },
   }, async (request) => {
     // Only an open approval request of this token is approved: the route needs no key, and

@@ -5,7 +5,8 @@ import { Type } from 'typebox'
 import type { Service } from '../../service.ts'
 import { AnswerCache } from '../../stats/public/answer-cache.ts'
 import { globalStats, nsStats, rangeStats, statsVersion, wifiNodes } from '../../stats/public/queries.ts'
-import { GlobalStats, NsStats, RangeRequest, RangeStats, WifiNodeListResponse, type Network } from '../../contract/stats-schemas.ts'
+import type { Network } from '../../contract/stats-schemas.ts'
+import { GlobalPublicStats, NsPublicStats, RangePublicStats, WifiNodes } from '../../contract/stats-operations.ts'
 import { normalizePeriod, WIDTH_NAMES, type Period } from '../../stats/time.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS, useJsonParser } from '../json-body.ts'
@@ -80,7 +81,7 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
       tags: ['statistics'],
       summary: 'Totals of both networks: distinct clients ever, GB and sessions',
       description: 'GB are decimal (10^9 bytes, up + down). Cache-Control max-age 10, ETag, 304 on If-None-Match.',
-      response: withErrors({ 200: GlobalStats, ...NOT_MODIFIED }),
+      response: withErrors({ 200: GlobalPublicStats.answer, ...NOT_MODIFIED }),
     },
   }, async (request, reply) => answer(request, reply, 'global', true, () => globalStats(db)))
 
@@ -95,8 +96,8 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
           'its bytes, in the bucket where it started; `clients` per bucket are the distinct clients active in it, and ' +
           'currentClients the distinct clients of the whole period. MB and GB are decimal.' +
           (network === 'wifi' ? ' In gatewayNodes, `location` is the WiFi node name and `spectrum` is "wifi".' : ''),
-        body: RangeRequest,
-        response: withErrors({ 200: RangeStats, ...NOT_MODIFIED }),
+        body: RangePublicStats.body,
+        response: withErrors({ 200: RangePublicStats.answer, ...NOT_MODIFIED }),
       },
     }, async (request, reply) => {
       const period = normalizePeriod(request.body.start, request.body.end, Date.now())
@@ -112,7 +113,7 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
       summary: 'All WiFi nodes',
       description: 'Takes no request body (none, an empty one or `{}`; anything sent is ignored). Cache-Control max-age 10, ' +
         'ETag, 304 on If-None-Match.',
-      response: withErrors({ 200: WifiNodeListResponse, ...NOT_MODIFIED }),
+      response: withErrors({ 200: WifiNodes.answer, ...NOT_MODIFIED }),
     },
   }, async (request, reply) => answer(request, reply, 'wifi-nodes', true, () => wifiNodes(db)))
 
@@ -123,11 +124,11 @@ export async function statsRoutes(fastify: FastifyInstance, { service }: { servi
       tags: ['statistics'],
       summary: 'Number-system sign-ups, overall and per country, over a period',
       description: `${PERIOD_NOTE}\n\nA sign-up is a number linked to a KNS token (minted by this service or linked by an ` +
-        'operator), at the time of its first link. Country keys are ISO 3166-1 alpha-2 from libphonenumber-js; ZZ for ' +
+        'operator), at the time of its first link. Country keys are ISO 3166-1 alpha-2; ZZ for ' +
         'numbers of no single country. totalNS and totalPerCountry count sign-ups before the (widened) end; perCountry ' +
         'lists the countries with sign-ups in the period, each array aligned with ts.',
-      body: RangeRequest,
-      response: withErrors({ 200: NsStats, ...NOT_MODIFIED }),
+      body: NsPublicStats.body,
+      response: withErrors({ 200: NsPublicStats.answer, ...NOT_MODIFIED }),
     },
   }, async (request, reply) => {
     const period = normalizePeriod(request.body.start, request.body.end, Date.now())

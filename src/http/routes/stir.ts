@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { ForbiddenError, NotFoundError, ValidationError } from '../../errors.ts'
 import { decideDivSigning } from '../../caller/shaken/div-signing.ts'
 import { checkSigningIat, signDivPassport, signPassport } from '../../caller/shaken/sign-passport.ts'
@@ -8,9 +7,8 @@ import { chooseCredential } from '../../caller/shaken/signing-authority.ts'
 import type { Service } from '../../service.ts'
 import { API_KEY_SECURITY, publicRateLimit, requireScope } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import {
-  CertificateFileParams, StirSigningRequest, StirSigningResponse, StirVerificationRequest, StirVerificationResponse, withErrors,
-} from '../../contract/api-schemas.ts'
+import { withErrors } from '../../contract/api-schemas.ts'
+import { CertificateFile, StirSigning, StirVerification } from '../../contract/api-operations.ts'
 
 /** How far the INVITE's `time` may be from this server's clock. */
 const MAX_TIME_SKEW_S = 300
@@ -32,8 +30,8 @@ export async function stirRoutes(fastify: FastifyInstance, { service }: { servic
         'The checks of call-signature-verification, with origTN = from.tn and destTN = to.tn[0], judged at `time` (which must be within 5 minutes of the server clock). ' +
         'A failed verification is 200 with TN-Validation-Failed (or No-TN-Validation) and the RFC 8224 reason; a malformed request 400.',
       security: API_KEY_SECURITY,
-      body: StirVerificationRequest,
-      response: withErrors({ 200: StirVerificationResponse }),
+      body: StirVerification.body,
+      response: withErrors({ 200: StirVerification.answer }),
     },
   }, async (request) => {
     const { from, to, time, identity } = request.body.verificationRequest
@@ -70,8 +68,8 @@ export async function stirSigningRoutes(fastify: FastifyInstance, { service }: {
         '`credential`, the covering credential of the key is chosen (a TN-listing one before an SPC one); 400 when several cover it alike. ' +
         'A credential with a display name signs it as rich call data (rcd nam, RFC 9795).',
       security: API_KEY_SECURITY,
-      body: StirSigningRequest,
-      response: withErrors({ 200: StirSigningResponse }),
+      body: StirSigning.body,
+      response: withErrors({ 200: StirSigning.answer }),
     },
   }, async (request) => {
     const { orig, dest, attest, iat, origid, ppt, div, identity: callIdentity, credential: named } = request.body.signingRequest
@@ -110,8 +108,8 @@ export async function stirSigningRoutes(fastify: FastifyInstance, { service }: {
     schema: {
       tags: ['caller'],
       summary: 'The public certificate chain of a signing credential (what its x5u can point at)',
-      params: CertificateFileParams,
-      response: withErrors({ 200: Type.String({ description: 'PEM, leaf first' }) }),
+      params: CertificateFile.params,
+      response: withErrors({ 200: CertificateFile.answer }),
     },
   }, async (request, reply) => {
     const name = request.params.file.slice(0, -'.pem'.length)
