@@ -35,7 +35,7 @@ export interface Config {
   publicBaseUrlSet: boolean
   ledger: 'local' | 'sui'
   approvalTtlS: number
-  /** How a new (pending) approval is committed: see APPROVAL_COMMIT in the README. */
+  /** How a new (pending) approval is committed: see APPROVAL_COMMIT in docs/configuration.md. */
   approvalCommit: 'async' | 'sync'
   /**
    * The OpenID issuer of every user's zkLogin address: this service's own provider, served at

@@ -14,7 +14,7 @@ const IDENTITY = 'Identity and phone-number login'
 const APPROVALS = 'Approvals'
 
 export const SERVICE_SETTINGS: Setting[] = [
-  { name: 'PORT', section: SERVER, ...whole('port', 8080, 0, 65535), description: 'HTTP port' },
+  { name: 'PORT', section: SERVER, ...whole('port', 8080, 0, 65535), description: 'the HTTP port of the API and the web pages' },
   {
     name: 'HOST', section: SERVER, values: 'an address', default: '`127.0.0.1`',
     description: 'listen address: loopback by default (a first start prints a development key with every scope); `0.0.0.0` for every interface (containers, a proxy on another host)',
