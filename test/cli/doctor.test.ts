@@ -43,7 +43,7 @@ test('what the first start pinned is checked against this configuration: where t
     assert.equal((await runKns(['doctor'], served.env)).code, 0)
     const cases: Array<[string, Record<string, string | undefined>, RegExp]> = [
       ['server secret', { KNS_SECRET: 'another-secret-0123456789abcdef-0123456' }, /FAIL +server secret: KNS_SECRET is not the secret/],
-      ['zkLogin identity', { ZKLOGIN_CLIENT_ID: 'other-client' }, /FAIL +zkLogin identity: .*differ from the pinned/],
+      ['zkLogin identity', { ZKLOGIN_CLIENT_ID: 'other-client' }, /FAIL +zkLogin identity: ZKLOGIN_ISSUER\/ZKLOGIN_CLIENT_ID differ from the values this database was created with .*: the server refuses to start/],
       ['public URL', { PUBLIC_BASE_URL: undefined, PORT: '9999' }, /FAIL +public URL: PUBLIC_BASE_URL is not set and this database is served as https:\/\/kns\.example\.com/],
     ]
     for (const [name, change, expected] of cases) {
