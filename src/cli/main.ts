@@ -160,6 +160,11 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
+    if (command === 'oidc' && sub === 'repin-issuer') {
+      const { repinIssuerCommand } = await import('./oidc-repin-command.ts')
+      await repinIssuerCommand(config, args, out)
+      return 0
+    }
     if (command === 'doctor') {
       const { doctorCommand } = await import('./doctor-command.ts')
       return await doctorCommand(config, out, { production: args.values.production === true, portGiven: (process.env.PORT ?? '') !== '' })
