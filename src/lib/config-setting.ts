@@ -4,7 +4,7 @@
  * gives what the reference shows (the values, the default) and the parser from one place, so
  * the two cannot drift.
  */
-import type { Config } from '../config.ts'
+import type { Config } from './config-type.ts'
 import { type Env, given, objectId, oneOf, urlValue, wholeNumber } from './config-values.ts'
 
 export type { Env }

@@ -86,7 +86,7 @@ export const CALL_SETTINGS: Setting[] = [
   { name: 'CALL_MAX_AGE_S', section: CALLERS, ...whole('callMaxAgeS', 60, 0, 86_400), description: 'oldest accepted PASSporT `iat` in seconds (RFC 8224); `0` = no age check' },
   {
     name: 'X5U_ALLOW_HTTP', section: CALLERS, ...flag('x5uAllowHttp'),
-    description: '`true` lets x5u (and CRL) URLs be `http`: development and tests only (warned at start; `kns doctor --production` fails on it). The CLI reads it too',
+    description: '`true` lets x5u (and CRL) URLs be `http`: development and tests only (warned at start; `kns doctor --production` fails on it)',
   },
   {
     name: 'X5U_ALLOW_PRIVATE', section: CALLERS, ...flag('x5uAllowPrivate'),

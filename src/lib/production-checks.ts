@@ -4,7 +4,7 @@
  * `kns doctor --production` fails on them (docs/operations.md, Production checklist).
  */
 import { isIP } from 'node:net'
-import type { Config } from '../config.ts'
+import type { Config } from './config-type.ts'
 import { addressMatcher } from './address-ranges.ts'
 
 /** What the database says, read by the caller (src/service.ts, the doctor). */

@@ -51,7 +51,7 @@ test('every variable is defined once, and is read by its own parser or names whe
     assert.ok(s.description.length > 10 && s.values !== '' && s.default !== '', `${s.name}: described`)
   }
   // Every field of the Config interface is filled by some definition (none forgotten).
-  const source = readFileSync(new URL('../../src/config.ts', import.meta.url), 'utf8')
+  const source = readFileSync(new URL('../../src/lib/config-type.ts', import.meta.url), 'utf8')
   const body = source.slice(source.indexOf('export interface Config {'), source.indexOf('\n}\n', source.indexOf('export interface Config {')))
   const fields = [...body.matchAll(/^ {2}(\w+)\??:/gm)].map((m) => m[1])
   assert.ok(fields.length > 50, 'the Config interface was read')
