@@ -5,6 +5,7 @@
  */
 import { ConfigError } from '../errors.ts'
 import { choice, link, text, whole, type Setting } from './config-setting.ts'
+import type { Config } from './config-type.ts'
 import { given, issuerValue, listenAddress, trustProxySetting, urlValue, wholeNumber } from './config-values.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from './zklogin-limits.ts'
 
@@ -12,6 +13,15 @@ const SERVER = 'Server'
 const DATABASE = 'Database and shared state'
 const IDENTITY = 'Identity and phone-number login'
 const APPROVALS = 'Approvals'
+
+/** The URL of an SMS gateway, required when SMS_DELIVERY names that gateway. */
+function smsGatewayUrl(field: 'smppUrl' | 'smsHttpUrl', protocols: string[], delivery: Config['smsDelivery'], missing: string): Setting['read'] {
+  return (env, name, before) => {
+    const value = urlValue(env, name, undefined, protocols)
+    if (before.smsDelivery === delivery && value === undefined) throw new ConfigError(missing)
+    return { [field]: value }
+  }
+}
 
 export const SERVICE_SETTINGS: Setting[] = [
   { name: 'PORT', section: SERVER, ...whole('port', 8080, 0, 65535), description: 'the HTTP port of the API and the web pages' },
@@ -133,22 +143,14 @@ export const SERVICE_SETTINGS: Setting[] = [
   {
     name: 'SMPP_URL', section: IDENTITY, values: 'URL (smpp, ssmpp)', default: 'unset',
     description: '`SMS_DELIVERY=smpp`: `smpp://system_id:password@host:2775` (`ssmpp://` for TLS)',
-    read: (env, name, before) => {
-      const smppUrl = urlValue(env, name, undefined, ['smpp:', 'ssmpp:'])
-      if (before.smsDelivery === 'smpp' && smppUrl === undefined) throw new ConfigError('SMS_DELIVERY=smpp needs SMPP_URL (smpp://system_id:password@host:2775)')
-      return { smppUrl }
-    },
+    read: smsGatewayUrl('smppUrl', ['smpp:', 'ssmpp:'], 'smpp', 'SMS_DELIVERY=smpp needs SMPP_URL (smpp://system_id:password@host:2775)'),
   },
   { name: 'SMPP_SYSTEM_TYPE', section: IDENTITY, ...text('smppSystemType'), default: 'empty', description: 'the SMPP bind\'s system_type, if the SMSC wants one' },
   { name: 'SMS_FROM', section: IDENTITY, ...text('smsFrom'), description: 'the sender ID: `+number`, a short code, or up to 11 letters and digits' },
   {
     name: 'SMS_HTTP_URL', section: IDENTITY, values: 'URL (http, https)', default: 'unset',
     description: '`SMS_DELIVERY=http`: the gateway URL with its fixed parameters, e.g. `http://kannel:13013/cgi-bin/sendsms?username=kns&password=...`; `to` and `text` are added',
-    read: (env, name, before) => {
-      const smsHttpUrl = urlValue(env, name, undefined, ['http:', 'https:'])
-      if (before.smsDelivery === 'http' && smsHttpUrl === undefined) throw new ConfigError('SMS_DELIVERY=http needs SMS_HTTP_URL (e.g. Kannel\'s http://host:13013/cgi-bin/sendsms?username=..&password=..)')
-      return { smsHttpUrl }
-    },
+    read: smsGatewayUrl('smsHttpUrl', ['http:', 'https:'], 'http', 'SMS_DELIVERY=http needs SMS_HTTP_URL (e.g. Kannel\'s http://host:13013/cgi-bin/sendsms?username=..&password=..)'),
   },
   {
     name: 'SMS_HTTP_METHOD', section: IDENTITY, values: '`GET` | `POST`', default: '`GET`',
