@@ -115,7 +115,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     if (options.migrate !== false) await migrate(db, MIGRATIONS)
     const resolved = await resolveServerSecret(db, config.knsSecret, { mayPin: options.pinSecret ?? (options.role ?? 'server') === 'server' })
     const warnings: string[] = []
-    await resolveIssuerPin(db, config, warnings)
+    await resolveIssuerPin(db, config, options.role ?? 'server', warnings)
     await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
     if ((options.role ?? 'server') === 'server') {
       const facts = { publicBaseUrl: config.publicBaseUrl, zkLoginIssuer: config.zkLoginIssuer, developmentKeyId: await activeDevelopmentKey(db) }

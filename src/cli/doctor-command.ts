@@ -19,7 +19,7 @@ import { checkLedger, type LedgerCheck } from '../ledger/ledger.ts'
 import type { Output } from './output.ts'
 import type { Database } from '../db/engine.ts'
 import { getSetting, resolveServerSecret } from '../db/settings.ts'
-import { addressesHandedOut, pinDecision, readPinnedIdentity, type PinDecision } from '../identity/issuer-pin.ts'
+import { addressesHandedOut, pinDecision, pinnedFrom, readPinnedIdentity, type PinDecision } from '../identity/issuer-pin.ts'
 import { activeDevelopmentKey } from '../keys/development-key.ts'
 import { productionFindings, type ProductionFacts } from '../lib/production-checks.ts'
 import { databaseExists, describeDatabase } from './database-location.ts'
@@ -94,7 +94,7 @@ async function pinnedChecks(db: Database, config: Config, options: DoctorOptions
   }
   const kept = await getSetting(db, 'public_base_url')
   const pinned = await readPinnedIdentity(db)
-  const decision = pinDecision(config, pinned, kept, pinned !== undefined && await addressesHandedOut(db))
+  const decision = pinDecision(config, pinned, await pinnedFrom(db), pinned !== undefined && await addressesHandedOut(db))
   checks.push(identityCheck(config, decision))
   const url = publicUrlCheck(config, kept, options)
   checks.push(url.check)

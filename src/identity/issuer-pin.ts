@@ -13,6 +13,12 @@ import { getSetting } from '../db/settings.ts'
 import { ConfigError, ConflictError } from '../errors.ts'
 
 const SETTING = 'zklogin_identity'
+/**
+ * The public URL the pinned issuer is the default of (`<url>/oidc`), when it was pinned or
+ * re-pinned as a default; absent when it was given explicitly (or pinned before this was kept:
+ * then the URL the database keeps stands in for it, see pinnedFrom).
+ */
+const DEFAULT_OF = 'zklogin_issuer_default_of'
 
 export interface PinnedIdentity { issuer: string; clientId: string }
 
@@ -30,6 +36,11 @@ export async function readPinnedIdentity(db: Executor): Promise<PinnedIdentity |
   return { issuer, clientId }
 }
 
+/** The public URL whose default the pinned issuer is (see DEFAULT_OF), for pinDecision. */
+export async function pinnedFrom(db: Executor): Promise<string | undefined> {
+  return await getSetting(db, DEFAULT_OF) ?? await getSetting(db, 'public_base_url')
+}
+
 /** True once any zkLogin address has been handed out (a registered number). */
 export async function addressesHandedOut(db: Executor): Promise<boolean> {
   return (await db.get('SELECT user_id FROM users LIMIT 1')) !== undefined
@@ -40,7 +51,7 @@ export async function addressesHandedOut(db: Executor): Promise<boolean> {
  * (the pin, the public URL it keeps, whether an address exists). One judgement for the server
  * (src/service.ts) and `kns doctor`, so that the doctor says what the start will do.
  */
-export function pinDecision(config: Config, pinned: PinnedIdentity | undefined, keptPublicBaseUrl: string | undefined, handedOut: boolean): PinDecision {
+export function pinDecision(config: Config, pinned: PinnedIdentity | undefined, pinnedFrom: string | undefined, handedOut: boolean): PinDecision {
   if (pinned === undefined) return { kind: 'pin', issuer: config.zkLoginIssuer }
   const differs = (config.zkLoginIssuerSet && config.zkLoginIssuer !== pinned.issuer) || config.zkLoginClientId !== pinned.clientId
   if (differs) {
@@ -52,8 +63,8 @@ export function pinDecision(config: Config, pinned: PinnedIdentity | undefined, 
     }
   }
   // The default an older PUBLIC_BASE_URL gave, while PUBLIC_BASE_URL now says another: follow it.
-  const followsOldUrl = !config.zkLoginIssuerSet && config.publicBaseUrlSet && keptPublicBaseUrl !== undefined &&
-    keptPublicBaseUrl !== config.publicBaseUrl && pinned.issuer === `${keptPublicBaseUrl}/oidc`
+  const followsOldUrl = !config.zkLoginIssuerSet && config.publicBaseUrlSet && pinnedFrom !== undefined &&
+    pinnedFrom !== config.publicBaseUrl && pinned.issuer === `${pinnedFrom}/oidc`
   if (followsOldUrl && !handedOut) return { kind: 'repin', from: pinned.issuer, issuer: config.zkLoginIssuer }
   return { kind: 'keep', issuer: pinned.issuer }
 }
@@ -64,7 +75,7 @@ export function pinDecision(config: Config, pinned: PinnedIdentity | undefined, 
  * check for addresses reads, and one that starts later waits and then sees the new pin; SQLite
  * runs one write transaction at a time.
  */
-export async function repinIssuer(db: Database, from: string, to: string): Promise<void> {
+export async function repinIssuer(db: Database, from: string, to: string, defaultOf: string | null): Promise<void> {
   await db.transaction(async (tx) => {
     const lock = tx.engine === 'postgres' ? ' FOR UPDATE' : ''
     const row = await tx.get<{ value: string }>(`SELECT value FROM settings WHERE name = $1${lock}`, [SETTING])
@@ -75,6 +86,7 @@ export async function repinIssuer(db: Database, from: string, to: string): Promi
         'and a new issuer would give each of them a new, empty address')
     }
     await tx.run('UPDATE settings SET value = $1 WHERE name = $2', [JSON.stringify([to, clientId]), SETTING])
+    await recordDefaultOf(tx, defaultOf)
   })
 }
 
@@ -97,26 +109,34 @@ export async function confirmIssuerPin(tx: Executor, issuer: string): Promise<vo
  * refuse a configuration that would change every address. Sets config.zkLoginIssuer to the
  * issuer in effect; a re-pin is reported in `warnings` (logged at start).
  */
-export async function resolveIssuerPin(db: Database, config: Config, warnings: string[]): Promise<void> {
+export async function resolveIssuerPin(db: Database, config: Config, role: 'server' | 'tool', warnings: string[]): Promise<void> {
   const pinned = await readPinnedIdentity(db)
-  const decision = pinDecision(config, pinned, await getSetting(db, 'public_base_url'), pinned !== undefined && await addressesHandedOut(db))
+  let decision = pinDecision(config, pinned, await pinnedFrom(db), pinned !== undefined && await addressesHandedOut(db))
   if (decision.kind === 'refuse') throw new ConfigError(decision.message)
   if (decision.kind === 'pin') {
-    await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [SETTING, JSON.stringify([config.zkLoginIssuer, config.zkLoginClientId])])
+    const inserted = await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [SETTING, JSON.stringify([config.zkLoginIssuer, config.zkLoginClientId])])
+    if (inserted > 0) await recordDefaultOf(db, config.zkLoginIssuerSet ? null : config.publicBaseUrl)
     // Another process may have pinned first: judge again against what won.
     const won = await readPinnedIdentity(db)
-    if (won!.issuer !== config.zkLoginIssuer || won!.clientId !== config.zkLoginClientId) return resolveIssuerPin(db, config, warnings)
+    if (won!.issuer !== config.zkLoginIssuer || won!.clientId !== config.zkLoginClientId) return resolveIssuerPin(db, config, role, warnings)
     return
   }
+  // Only a server start moves the pin by itself, never a one-off command run with the new URL.
+  if (decision.kind === 'repin' && role === 'tool') decision = { kind: 'keep', issuer: decision.from }
   if (decision.kind === 'repin') {
     try {
-      await repinIssuer(db, decision.from, decision.issuer)
+      await repinIssuer(db, decision.from, decision.issuer, config.publicBaseUrl)
       warnings.push(`ZKLOGIN_ISSUER re-pinned from ${decision.from} to ${decision.issuer}: PUBLIC_BASE_URL changed and no zkLogin address had been handed out yet`)
     } catch (err) {
       // A registration (or another process's re-pin) won the race: judge again.
       if (!(err instanceof ConflictError)) throw err
-      return resolveIssuerPin(db, config, warnings)
+      return resolveIssuerPin(db, config, role, warnings)
     }
   }
   config.zkLoginIssuer = decision.issuer
+}
+
+async function recordDefaultOf(db: Executor, publicBaseUrl: string | null): Promise<void> {
+  if (publicBaseUrl === null) await db.run('DELETE FROM settings WHERE name = $1', [DEFAULT_OF])
+  else await db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value', [DEFAULT_OF, publicBaseUrl])
 }

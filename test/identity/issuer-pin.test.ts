@@ -53,6 +53,10 @@ test('pinDecision: pin a new database, keep a pin, follow a changed PUBLIC_BASE_
 test('at start: the default issuer follows a new PUBLIC_BASE_URL while no address exists; once one does, it stays', async () => {
   const e = await fresh()
   await (await start(e)).close()
+  // A one-off command with the new URL keeps the pin (and keeps the URL it was the default of).
+  const tool = await openService(loadConfig({ ...e.env, PUBLIC_BASE_URL: 'https://kns.example.com' }), { watchChanges: false, role: 'tool' })
+  await tool.close()
+  assert.equal(tool.config.zkLoginIssuer, 'http://localhost:8080/oidc')
   const moved = await start(e, { PUBLIC_BASE_URL: 'https://kns.example.com' })
   try {
     assert.equal(moved.config.zkLoginIssuer, 'https://kns.example.com/oidc')
@@ -65,7 +69,7 @@ test('at start: the default issuer follows a new PUBLIC_BASE_URL while no addres
   try {
     assert.equal(again.config.zkLoginIssuer, 'https://kns.example.com/oidc', 'an address was handed out: the issuer no longer moves')
     assert.doesNotMatch(again.warnings.join('\n'), /re-pinned/)
-    await assert.rejects(repinIssuer(again.db, 'https://kns.example.com/oidc', 'https://kns2.example.com/oidc'),
+    await assert.rejects(repinIssuer(again.db, 'https://kns.example.com/oidc', 'https://kns2.example.com/oidc', null),
       (err: unknown) => err instanceof ConflictError && /cannot change any more: zkLogin addresses have been handed out/.test(err.message))
   } finally {
     await again.close()
@@ -82,7 +86,7 @@ test('a re-pin and a first registration started together: exactly one wins, and 
     for (let round = 0; round < 8; round++) {
       await s.db.run('DELETE FROM users')
       await s.db.run('UPDATE settings SET value = $1 WHERE name = $2', [JSON.stringify([a, 'kns']), 'zklogin_identity'])
-      const [repin, registered] = await Promise.allSettled([repinIssuer(s.db, a, b), registration(s, a)])
+      const [repin, registered] = await Promise.allSettled([repinIssuer(s.db, a, b, null), registration(s, a)])
       const pinned = (await readPinnedIdentity(s.db))!.issuer
       const users = await s.db.all<{ user_id: string; zk_address: string }>('SELECT user_id, zk_address FROM users')
       if (repin.status === 'fulfilled') {
