@@ -5,6 +5,9 @@ import { migrate } from './db/migrations.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { openCheckedDatabase } from './db/open.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
+import { resolveIssuerPin } from './identity/issuer-pin.ts'
+import { activeDevelopmentKey } from './keys/development-key.ts'
+import { productionFindings } from './lib/production-checks.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { CertificateTrust } from './caller/shaken/certificate-trust.ts'
 import { CallVerifier } from './caller/call-verifier.ts'
@@ -53,22 +56,6 @@ export interface Service {
 }
 
 /**
- * zkLogin addresses depend on the issuer and client ID. The first values used are kept in
- * the database; starting later with different ones would silently give every user a new
- * wallet, so it is refused. An unset ZKLOGIN_ISSUER means the kept one (so a database from
- * before the provider existed keeps `https://kns.local/oidc`, and its users their addresses).
- */
-async function pinZkLoginIdentity(db: Database, config: Config): Promise<void> {
-  const pinned = await getOrInitSetting(db, 'zklogin_identity', () => JSON.stringify([config.zkLoginIssuer, config.zkLoginClientId]))
-  const [issuer, clientId] = JSON.parse(pinned) as [string, string]
-  if (!config.zkLoginIssuerSet) config.zkLoginIssuer = issuer
-  if (issuer !== config.zkLoginIssuer || clientId !== config.zkLoginClientId) {
-    throw new ConfigError(`ZKLOGIN_ISSUER/ZKLOGIN_CLIENT_ID differ from the values this database was created with ` +
-      `(${issuer}, ${clientId}); changing them would change every user's zkAddress`)
-  }
-}
-
-/**
  * Every process serving one database must sign approval messages for the same public URL
  * (`Service: <url>` is part of the signed text), or an approval signed through one process
  * fails on another. The URL last used is kept in the database:
@@ -100,8 +87,7 @@ async function resolvePublicBaseUrl(db: Database, config: Config, role: 'server'
       `(another PORT, or a second process on the same database). Set PUBLIC_BASE_URL to the service's public URL, ` +
       `the same on every process (PUBLIC_BASE_URL=${pinned} to keep the current one)`)
   }
-  warnings.push(`PUBLIC_BASE_URL is not set: approval links and signed approval messages name ${config.publicBaseUrl}. ` +
-    'Set it to the public URL in production, the same on every process')
+  // Unset is also a production finding (src/lib/production-checks.ts), warned with the others.
 }
 
 /** Safety net for the embedded ledger, whose changes are signalled anyway. */
@@ -128,9 +114,13 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
   try {
     if (options.migrate !== false) await migrate(db, MIGRATIONS)
     const resolved = await resolveServerSecret(db, config.knsSecret, { mayPin: options.pinSecret ?? (options.role ?? 'server') === 'server' })
-    await pinZkLoginIdentity(db, config)
     const warnings: string[] = []
+    await resolveIssuerPin(db, config, options.role ?? 'server', warnings)
     await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
+    if ((options.role ?? 'server') === 'server') {
+      const facts = { publicBaseUrl: config.publicBaseUrl, zkLoginIssuer: config.zkLoginIssuer, developmentKeyId: await activeDevelopmentKey(db) }
+      warnings.push(...productionFindings(config, facts).map((f) => f.detail))
+    }
     const secret = (): Buffer => {
       if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
       return resolved

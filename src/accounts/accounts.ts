@@ -73,9 +73,7 @@ export class Accounts {
   /** What an operator must hear at start. */
   warnings(): string[] {
     const warnings: string[] = []
-    if (this.#config.smsDelivery === 'log') {
-      warnings.push('SMS_DELIVERY=log: login codes are written to this server\'s log instead of being sent (development only; set SMS_DELIVERY=smpp or http)')
-    }
+    // SMS_DELIVERY=log is a production finding (src/lib/production-checks.ts), warned with the others.
     if (this.#config.ledger === 'sui' && this.#config.zkLoginProverUrl === undefined) {
       warnings.push('LEDGER=sui without ZKLOGIN_PROVER_URL: owners cannot approve with their phone number (no zkLogin proofs)')
     }

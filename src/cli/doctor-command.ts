@@ -4,7 +4,8 @@
  * database pinned on its first start agrees with this configuration (the server secret, the
  * zkLogin issuer and client, the public URL), so that "all checks passed" means `kns serve`
  * starts; and (LEDGER=sui) the ledger answers and the configured packages, ID map and table are
- * what they should be. Exit 0 when all is well, 1 otherwise.
+ * what they should be. With --production, also what must not reach production, each with its
+ * fix. Exit 0 when all is well, 1 otherwise.
  */
 import type { Config } from '../config.ts'
 import { schemaVersion } from '../db/migrations.ts'
@@ -18,6 +19,9 @@ import { checkLedger, type LedgerCheck } from '../ledger/ledger.ts'
 import type { Output } from './output.ts'
 import type { Database } from '../db/engine.ts'
 import { getSetting, resolveServerSecret } from '../db/settings.ts'
+import { addressesHandedOut, pinDecision, pinnedFrom, readPinnedIdentity, type PinDecision } from '../identity/issuer-pin.ts'
+import { activeDevelopmentKey } from '../keys/development-key.ts'
+import { productionFindings, type ProductionFacts } from '../lib/production-checks.ts'
 import { databaseExists, describeDatabase } from './database-location.ts'
 
 /** Why the database did not answer, in words that say what to do. */
@@ -32,11 +36,55 @@ function databaseProblem(config: Config, err: unknown): string {
   return `${describeDatabase(config)} unreachable: ${message}`
 }
 
+/** How the doctor was asked: `--production`, and whether PORT was given (see publicUrlCheck). */
+export interface DoctorOptions {
+  production: boolean
+  /** PORT is set in this environment (or .env): the default public URL means something. */
+  portGiven: boolean
+}
+
+/**
+ * The public URL, as `kns serve` resolves it (resolvePublicBaseUrl in src/service.ts): set, it
+ * is used; unset, a server's default (http://localhost:$PORT) must be the URL the database
+ * keeps. Without PORT either, this environment says nothing of the port a server runs on (a
+ * second terminal beside `PORT=... npm start`): the kept URL is the one in effect, as for any
+ * CLI command, and the check says what a server started here would need.
+ */
+function publicUrlCheck(config: Config, kept: string | undefined, options: DoctorOptions): { check: LedgerCheck; inEffect: string } {
+  if (config.publicBaseUrlSet || kept === undefined || kept === config.publicBaseUrl) {
+    const detail = kept !== undefined && kept !== config.publicBaseUrl
+      ? `${config.publicBaseUrl} (changed from ${kept}: every process serving this database needs the new value)` : config.publicBaseUrl
+    return { check: { name: 'public URL', ok: true, detail }, inEffect: config.publicBaseUrl }
+  }
+  if (!options.portGiven) {
+    return {
+      check: { name: 'public URL', ok: true, detail: `${kept} (kept in the database; PUBLIC_BASE_URL and PORT are not set here: a server started with this environment needs PUBLIC_BASE_URL=${kept} or its port)` },
+      inEffect: kept,
+    }
+  }
+  return {
+    check: { name: 'public URL', ok: false, detail: `PUBLIC_BASE_URL is not set and this database is served as ${kept}, not ${config.publicBaseUrl}: the server refuses to start; set PUBLIC_BASE_URL=${kept}` },
+    inEffect: kept,
+  }
+}
+
+/** The pinned zkLogin identity, judged as a start would (pinDecision, src/identity/issuer-pin.ts). */
+function identityCheck(config: Config, decision: PinDecision): LedgerCheck {
+  const name = 'zkLogin identity'
+  switch (decision.kind) {
+    case 'pin': return { name, ok: true, detail: `not pinned yet: the first start pins ${config.zkLoginIssuer}, ${config.zkLoginClientId}` }
+    case 'keep': return { name, ok: true, detail: `${decision.issuer}, ${config.zkLoginClientId}` }
+    case 'repin': return { name, ok: true, detail: `${decision.from}, ${config.zkLoginClientId}; the next start re-pins the issuer to ${decision.issuer} (PUBLIC_BASE_URL changed, no address handed out yet)` }
+    case 'refuse': return { name, ok: false, detail: `${decision.message}: the server refuses to start` }
+  }
+}
+
 /**
  * What the first start pinned, against this configuration, as the server would judge it
- * (src/service.ts, src/db/settings.ts), read-only.
+ * (src/service.ts, src/db/settings.ts), read-only; and with --production, what must not reach
+ * production (src/lib/production-checks.ts, the findings a server warns of at start).
  */
-async function pinnedChecks(db: Database, config: Config): Promise<LedgerCheck[]> {
+async function pinnedChecks(db: Database, config: Config, options: DoctorOptions): Promise<LedgerCheck[]> {
   const checks: LedgerCheck[] = []
   try {
     await resolveServerSecret(db, config.knsSecret, { mayPin: false })
@@ -44,29 +92,37 @@ async function pinnedChecks(db: Database, config: Config): Promise<LedgerCheck[]
   } catch (err) {
     checks.push({ name: 'server secret', ok: false, detail: err instanceof Error ? err.message : String(err) })
   }
-  const identity = await getSetting(db, 'zklogin_identity')
-  if (identity === undefined) {
-    checks.push({ name: 'zkLogin identity', ok: true, detail: `not pinned yet: the first start pins ${config.zkLoginIssuer}, ${config.zkLoginClientId}` })
-  } else {
-    const [issuer, clientId] = JSON.parse(identity) as [string, string]
-    const ok = (!config.zkLoginIssuerSet || config.zkLoginIssuer === issuer) && config.zkLoginClientId === clientId
-    checks.push({ name: 'zkLogin identity', ok, detail: ok ? `${issuer}, ${clientId}`
-      : `ZKLOGIN_ISSUER/ZKLOGIN_CLIENT_ID (${config.zkLoginIssuer}, ${config.zkLoginClientId}) differ from the pinned ${issuer}, ${clientId}: the server refuses to start (every zkAddress would change)` })
-  }
   const kept = await getSetting(db, 'public_base_url')
-  if (config.publicBaseUrlSet || kept === undefined || kept === config.publicBaseUrl) {
-    checks.push({ name: 'public URL', ok: true, detail: kept !== undefined && kept !== config.publicBaseUrl
-      ? `${config.publicBaseUrl} (changed from ${kept}: every process serving this database needs the new value)` : config.publicBaseUrl })
-  } else {
-    checks.push({ name: 'public URL', ok: false, detail: `PUBLIC_BASE_URL is not set and this database is served as ${kept}, not ${config.publicBaseUrl}: the server refuses to start; set PUBLIC_BASE_URL=${kept}` })
+  const pinned = await readPinnedIdentity(db)
+  const decision = pinDecision(config, pinned, await pinnedFrom(db), pinned !== undefined && await addressesHandedOut(db))
+  checks.push(identityCheck(config, decision))
+  const url = publicUrlCheck(config, kept, options)
+  checks.push(url.check)
+  if (options.production) {
+    const issuer = decision.kind === 'refuse' ? pinned!.issuer : decision.issuer
+    const facts = { publicBaseUrl: url.inEffect, zkLoginIssuer: issuer, developmentKeyId: await activeDevelopmentKey(db) }
+    checks.push(...productionChecks(config, facts))
   }
   return checks
 }
 
-export async function doctorCommand(config: Config, out: Output): Promise<number> {
+/** A database with nothing pinned yet: what its first start would use. */
+function unpinned(config: Config): ProductionFacts {
+  return { publicBaseUrl: config.publicBaseUrl, zkLoginIssuer: config.zkLoginIssuer, developmentKeyId: null }
+}
+
+/** --production's findings as failed checks; "production" passed when there is none. */
+function productionChecks(config: Config, facts: ProductionFacts): LedgerCheck[] {
+  const findings = productionFindings(config, facts)
+  if (findings.length === 0) return [{ name: 'production', ok: true, detail: 'nothing for development only' }]
+  return findings.map((f) => ({ name: `production: ${f.name}`, ok: false, detail: f.detail }))
+}
+
+export async function doctorCommand(config: Config, out: Output, options: DoctorOptions = { production: false, portGiven: true }): Promise<number> {
   const checks: LedgerCheck[] = []
   if (!databaseExists(config)) {
     checks.push({ name: 'database', ok: false, detail: `${describeDatabase(config)} does not exist yet: \`npm start\` (or \`kns migrate\`) creates it` })
+    if (options.production) checks.push(...productionChecks(config, unpinned(config)))
     return report(config, checks, out)
   }
   const db = openDatabase(config, 'tool')
@@ -85,7 +141,8 @@ export async function doctorCommand(config: Config, out: Output): Promise<number
     } catch (err) {
       checks.push({ name: 'database', ok: false, detail: databaseProblem(config, err) })
     }
-    if (migrated) checks.push(...await pinnedChecks(db, config))
+    if (migrated) checks.push(...await pinnedChecks(db, config, options))
+    else if (options.production) checks.push(...productionChecks(config, unpinned(config)))
     if (migrated && db instanceof PostgresDatabase) {
       // What `kns serve` would refuse at start (pooler-check.ts).
       try {

@@ -28,7 +28,8 @@ Usage: kns <command> [options] [--json]
   serve [--workers <n>|auto]              start the HTTP API (same as npm start); --workers (or WORKERS): that many
                                           processes on one port, PostgreSQL only
   migrate                                 apply pending database migrations
-  doctor                                  check the database and the ledger (LEDGER=sui: packages, ID map, page limit)
+  doctor [--production]                   check the database and the ledger (LEDGER=sui: packages, ID map, page limit);
+                                          --production: also fail on what must not reach production (each with its fix)
   prune [--older-than-days <n>]           delete finished webhook deliveries, events and read ledger feed rows older
                                           than RETENTION_DAYS (90), or n days; the server does it hourly
 ${API_KEY_USAGE}
@@ -90,6 +91,7 @@ const OPTIONS = {
   ...PHONE_LOGIN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   workers: { type: 'string' },
+  production: { type: 'boolean' },
   'older-than-days': { type: 'string' },
   phone: { type: 'string' }, owner: { type: 'string' }, 'object-id': { type: 'string' }, to: { type: 'string' },
   name: { type: 'string' }, creator: { type: 'string' }, 'image-url': { type: 'string' }, 'public-key': { type: 'string' },
@@ -159,9 +161,14 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
+    if (command === 'oidc' && sub === 'repin-issuer') {
+      const { repinIssuerCommand } = await import('./oidc-repin-command.ts')
+      await repinIssuerCommand(config, args, out)
+      return 0
+    }
     if (command === 'doctor') {
       const { doctorCommand } = await import('./doctor-command.ts')
-      return await doctorCommand(config, out)
+      return await doctorCommand(config, out, { production: args.values.production === true, portGiven: (process.env.PORT ?? '') !== '' })
     }
     if (command === 'serve' && !isWorker()) {
       const workers = workerCount(args.values.workers as string | undefined)

@@ -5,7 +5,7 @@ import { optional, required, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
 
 export const OIDC_OPTIONS = {
-  'redirect-uri': { type: 'string', multiple: true }, 'client-id': { type: 'string' }, confidential: { type: 'boolean' }, force: { type: 'boolean' },
+  'redirect-uri': { type: 'string', multiple: true }, issuer: { type: 'string' }, 'client-id': { type: 'string' }, confidential: { type: 'boolean' }, force: { type: 'boolean' },
 } as const
 
 export const OIDC_USAGE = `  oidc client add --name <n> --redirect-uri <exact URI> [--redirect-uri ...] [--client-id <id>] [--confidential]
@@ -13,7 +13,9 @@ export const OIDC_USAGE = `  oidc client add --name <n> --redirect-uri <exact UR
   oidc client list
   oidc client remove <clientId>
   oidc keys list                          the provider's signing keys: signing, next (published, not signing yet), retired
-  oidc keys rotate [--force]              the next key signs, the signing key stays published 7 days, a new next key is published`
+  oidc keys rotate [--force]              the next key signs, the signing key stays published 7 days, a new next key is published
+  oidc repin-issuer [--issuer <URL>]      move the pinned zkLogin issuer (default: ZKLOGIN_ISSUER, or $PUBLIC_BASE_URL/oidc)
+                                          while no address has been handed out; refused after that`
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 

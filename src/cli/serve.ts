@@ -4,11 +4,10 @@ import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
-import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
 import { listenForMetrics } from '../http/metrics-listener.ts'
 import { inWorkerPool } from '../lib/cluster-metrics.ts'
-import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
+import { createDevelopmentKey } from '../keys/development-key.ts'
 import { checkLedger } from '../ledger/ledger.ts'
 import { stopTracing } from '../lib/tracing.ts'
 import type { Service } from '../service.ts'
@@ -24,10 +23,8 @@ const SHUTDOWN_GRACE_MS = 10_000
  */
 async function issueDevelopmentKey(service: Service): Promise<void> {
   if (service.db.engine !== 'sqlite') return
-  if ((await countApiKeys(service.db)) > 0 || (await getSetting(service.db, 'dev_key_issued')) !== undefined) return
-  // Owners see the vendor's name on the approval page: one that says what it is.
-  const key = await createApiKey(service.db, { vendor: 'Example Vendor (development key)', scopes: [...SCOPES], rate: service.config.defaultKeyRate })
-  await service.db.run('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', ['dev_key_issued', key.id])
+  const key = await createDevelopmentKey(service.db, service.config.defaultKeyRate)
+  if (key === null) return
   const base = service.config.publicBaseUrl
   process.stdout.write([
     '',
@@ -50,6 +47,7 @@ async function issueDevelopmentKey(service: Service): Promise<void> {
     '    npx kns phone-login sign-approval --ref <approvalNumber>    (then POST it to /numsys/verify_signature)',
     '',
     `  API reference: ${base}/docs    The whole tour: docs/tour.sh (README)`,
+    `  Before production: npx kns api-key revoke ${key.id}   (kns doctor --production lists what else)`,
     '',
   ].join('\n') + '\n')
 }

@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../db/engine.ts'
 import { LedgerUnsupportedError } from '../errors.ts'
 import { AnswerFloor } from '../lib/answer-floor.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import { confirmIssuerPin } from './issuer-pin.ts'
 import { findByPhone, linkNumber } from './numbers.ts'
 import { canonicalPhone } from './phone.ts'
 import { zkLoginAddressFor } from './zk-address.ts'
@@ -91,6 +92,7 @@ async function registerOrFind(deps: RegistrationDeps, input: { email: string; ph
   const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
   try {
     const objectId = await deps.db.transaction(async (tx) => {
+      await confirmIssuerPin(tx, deps.zkLoginIssuer)
       await tx.run('INSERT INTO users (user_id, phone, email, email_normalized, zk_address, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
         [userId, phone, email, normalizeEmail(email), zkAddress, Date.now()])
       return mintFirstToken(deps.ledger, tx, phone, zkAddress)

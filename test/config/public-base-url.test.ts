@@ -49,14 +49,17 @@ test('set: used and kept, with a warning when it changes what the database was s
   try {
     assert.equal(s.config.publicBaseUrl, 'https://kns.example.com')
     assert.match(s.warnings.join('\n'), /PUBLIC_BASE_URL changed from http:\/\/localhost:8123 to https:\/\/kns\.example\.com/)
+    // No address handed out yet: the issuer the old default gave follows the new URL (test/identity/issuer-pin.test.ts).
+    assert.equal(s.config.zkLoginIssuer, 'https://kns.example.com/oidc')
+    assert.match(s.warnings.join('\n'), /ZKLOGIN_ISSUER re-pinned from http:\/\/localhost:8123\/oidc to https:\/\/kns\.example\.com\/oidc/)
   } finally {
     await s.close()
   }
   const again = await open({ PUBLIC_BASE_URL: 'https://kns.example.com', PORT: '7000' })
   await again.close()
   assert.deepEqual(again.warnings.filter((w) => w.startsWith('PUBLIC_BASE_URL')), [])
-  // The issuer stays the one the database was created with (addresses never move), and the operator hears where it now lives.
-  assert.match(again.warnings.join('\n'), /ZKLOGIN_ISSUER http:\/\/localhost:8123\/oidc is not under PUBLIC_BASE_URL/)
+  assert.equal(again.config.zkLoginIssuer, 'https://kns.example.com/oidc')
+  assert.doesNotMatch(again.warnings.join('\n'), /ZKLOGIN_ISSUER/)
   const tool = await open({}, 'tool')
   await tool.close()
   assert.equal(tool.config.publicBaseUrl, 'https://kns.example.com')
