@@ -4,6 +4,7 @@ import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { openCheckedDatabase } from './db/open.ts'
+import { adoptServerOutboundRules } from './db/outbound-rules.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { KeyDirectory } from './caller/key-directory.ts'
 import { CertificateTrust } from './caller/shaken/certificate-trust.ts'
@@ -131,6 +132,8 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     await pinZkLoginIdentity(db, config)
     const warnings: string[] = []
     await resolvePublicBaseUrl(db, config, options.role ?? 'server', warnings)
+    // A CLI command judges outbound URLs as the server that will use them (src/db/outbound-rules.ts).
+    if (options.role === 'tool') await adoptServerOutboundRules(db, config)
     const secret = (): Buffer => {
       if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
       return resolved

@@ -199,7 +199,7 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'passport') return await passportCommand(service, sub, args, out)
       else if (command === 'stats') await statsCommand(service, sub, args, out)
       else if (command === 'seed') await seedCommand(service, args, out)
-      else if (command === 'webhook') await webhookCommand(service, sub, args, out)
+      else if (command === 'webhook') return await webhookCommand(service, sub, args, out)
       else if (command === 'shaken') await shakenCommand(service, sub, args, out)
       else if (command === 'oidc') await oidcCommand(service, sub, args, out)
       else if (command === 'phone-login') await phoneLoginCommand(service, sub, args, out)

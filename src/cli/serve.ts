@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import { recordOutboundRules } from '../db/outbound-rules.ts'
 import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
 import { countApiKeys, createApiKey, SCOPES } from '../keys/api-keys.ts'
@@ -99,6 +100,7 @@ export function buildPagesIfStale(): void {
 }
 
 export async function serve(service: Service): Promise<FastifyInstance> {
+  await recordOutboundRules(service.db, service.config)
   await issueDevelopmentKey(service)
   const sip = service.config.sip === null ? undefined : new SipServer(service, service.config.sip)
   const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip] })
