@@ -76,6 +76,9 @@ test('docs/tour.sh runs against a fresh server, every step as it expects', { tim
   const result = await run('bash', ['docs/tour.sh'], childEnv({ ...fresh.env, KNS_URL: server.url }), codeFromLog)
   assert.equal(result.code, 0, result.output)
   assert.match(result.output, /tour: every step answered as expected/)
+  assert.match(result.output, /the code was accepted: logged in as \+1415555\d{4}, with the zkLogin address its registration gave \(0x[0-9a-f]{64}\)/)
+  // Signatures and PASSporTs printed shortened (the zkLogin signature alone is over 1000 characters).
+  assert.doesNotMatch(result.output, /[A-Za-z0-9_+/=-]{100}/)
   // The owner approved as the registered number's own zkAddress, with no wallet.
   const zkAddress = /"zkAddress":"(0x[0-9a-f]{64})"/.exec(result.output)![1]!
   assert.match(result.output, new RegExp(`"approved":true,"method":"sign".*"phoneLogin":true.*"wallet":"${zkAddress}"`))
