@@ -80,6 +80,8 @@ export interface Config {
   knsSecret: string | undefined
   redisUrl: string | undefined
   logLevel: string
+  /** LOG_FORMAT: `json` (one JSON object a line), `pretty` (pino-pretty: readable, coloured), `auto` (pretty when stdout is a terminal). */
+  logFormat: 'auto' | 'json' | 'pretty'
   suiNetwork: SuiNetwork
   suiGraphqlUrl: string
   /** The KNS package as first published: the origin of the `Kns` and `ApprovalEvent` types (types keep it across upgrades). */
@@ -370,6 +372,7 @@ export function loadConfig(env: Env = process.env): Config {
     knsSecret,
     redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'] as const, 'auto'),
     suiNetwork,
     suiGraphqlUrl: url(env, 'SUI_GRAPHQL_URL', network.graphqlUrl, ['http:', 'https:'])!,
     knsPackageId,

@@ -42,7 +42,7 @@ function runTour(env: Record<string, string>): Promise<{ code: number | null; ou
 
 /** What a tour could leave behind, as the CLI lists it: trust anchors, API keys with their bindings, signing credentials. */
 async function leftovers(env: Record<string, string>): Promise<unknown> {
-  const list = async (args: string[]) => oneJson(await runKns([...args, '--json'], env))
+  const list = async (args: string[]) => oneJson(await runKns([...args, '--json'], env, { timeoutMs: 120_000 }))
   return { anchors: (await list(['shaken', 'trust', 'list'])).anchors, keys: (await list(['api-key', 'list'])).keys, credentials: (await list(['shaken', 'credential', 'list'])).credentials }
 }
 

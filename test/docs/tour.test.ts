@@ -60,7 +60,7 @@ function skipReason(): string | undefined {
 test('docs/tour.sh runs against a fresh server, every step as it expects', { timeout: 150_000, skip: skipReason() ?? false }, async () => {
   fresh = await freshDatabaseEnv()
   // The server logs as it does for a newcomer (warnings and up): the login code is one.
-  const server = await startServer({ ...fresh.env, LOG_LEVEL: 'info' })
+  const server = await startServer({ ...fresh.env, LOG_LEVEL: 'info' }, { timeoutMs: 120_000 })
   // The person at the keyboard reads the code in the server's log (SMS_DELIVERY=log, the default).
   const codeFromLog = async (output: string): Promise<string> => {
     const phone = /The 6-digit code for (\+\d+) in the server's log/.exec(output.slice(output.lastIndexOf('The 6-digit code')))![1]!
