@@ -37,11 +37,12 @@ clean_up() {
   [ -z "$CREDENTIAL" ] || undo shaken credential remove "$CREDENTIAL"
   [ -z "$ANCHOR" ] || undo shaken trust remove "$ANCHOR"
   rm -rf "$TMP"
-  [ "$status" = 0 ] || printf '%s: stopped (exit %s); what it had added is removed\n' "$TOUR" "$status" >&2
+  [ "$status" = 0 ] || [ -n "$LEFT" ] || printf '%s: stopped (exit %s); what it had added is removed\n' "$TOUR" "$status" >&2
   exit "$status"
 }
 # undo <kns arguments>: one removal, or the command to finish it by hand.
-undo() { kns "$@" --json >/dev/null 2>&1 || printf '%s: could not undo a step; run: npx kns %s\n' "$TOUR" "$*" >&2; }
+LEFT=
+undo() { kns "$@" --json >/dev/null 2>&1 || { LEFT=1; printf '%s: could not undo a step; run: npx kns %s\n' "$TOUR" "$*" >&2; }; }
 trap clean_up EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -34,7 +34,7 @@ function runTour(env: Record<string, string>): Promise<{ code: number | null; ou
     let output = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000)
+    const timer = setTimeout(() => child.kill('SIGKILL'), 480_000)
     child.on('error', reject)
     child.on('exit', (code) => { clearTimeout(timer); resolve({ code, output }) })
   })

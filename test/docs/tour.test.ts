@@ -39,7 +39,7 @@ function run(command: string, args: string[], env: Record<string, string>, answe
     }
     child.stdout.setEncoding('utf8').on('data', onOutput)
     child.stderr.setEncoding('utf8').on('data', onOutput)
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    const timer = setTimeout(() => child.kill('SIGKILL'), 480_000)
     child.on('error', reject)
     child.on('exit', (code) => {
       clearTimeout(timer)
@@ -57,7 +57,7 @@ function skipReason(): string | undefined {
   return undefined
 }
 
-test('docs/tour.sh runs against a fresh server, every step as it expects', { timeout: 150_000, skip: skipReason() ?? false }, async () => {
+test('docs/tour.sh runs against a fresh server, every step as it expects', { timeout: 600_000, skip: skipReason() ?? false }, async () => {
   fresh = await freshDatabaseEnv()
   // The server logs as it does for a newcomer (warnings and up): the login code is one.
   const server = await startServer({ ...fresh.env, LOG_LEVEL: 'info' }, { timeoutMs: 120_000 })
