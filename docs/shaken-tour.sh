@@ -8,20 +8,46 @@
 #                                                           # server's own http://localhost URL
 #   docs/shaken-tour.sh                                     # terminal 2, in the repository
 #
+# Terminal 2 needs neither variable: the server records the ones it runs with in its database
+# at start, and the CLI judges the x5u by those. The server's address: KNS_URL, else its PORT
+# (the environment or ./.env, as npm start reads it). Whatever the tour adds (the root, the
+# credential, the API key) it removes when it ends, also when a step fails or on Ctrl-C.
+#
 # In production the x5u is an https URL on a public address and the root is your STI-CA's
 # (STI_TRUST_ANCHORS or `kns shaken trust add`); the two X5U_ variables stay unset. CI runs
 # this file against a fresh server (test/docs/shaken-tour.test.ts). Needs bash, curl, openssl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BASE=${KNS_URL:-http://localhost:8080}
+[ -z "${PORT:-}" ] && [ -f .env ] && PORT=$(sed -n 's/^PORT=//p' .env | tail -n 1)
+BASE=${KNS_URL:-http://localhost:${PORT:-8080}}
 NAME="tour$RANDOM"
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 
 TOUR="shaken tour"
-# kns, field, step, call, expect
+# kns, field, step, call, expect, need_server
 source docs/tour-helpers.sh
+
+# What the tour added, removed on every exit in the reverse order (each set once it exists).
+ANCHOR= CREDENTIAL= KEY_ID=
+clean_up() {
+  local status=$?
+  trap - EXIT INT TERM
+  [ -z "$KEY_ID" ] || undo api-key delete "$KEY_ID"
+  [ -z "$CREDENTIAL" ] || undo shaken credential remove "$CREDENTIAL"
+  [ -z "$ANCHOR" ] || undo shaken trust remove "$ANCHOR"
+  rm -rf "$TMP"
+  [ "$status" = 0 ] || [ -n "$LEFT" ] || printf '%s: stopped (exit %s); what it had added is removed\n' "$TOUR" "$status" >&2
+  exit "$status"
+}
+# undo <kns arguments>: one removal, or the command to finish it by hand.
+LEFT=
+undo() { kns "$@" --json >/dev/null 2>&1 || { LEFT=1; printf '%s: could not undo a step; run: npx kns %s\n' "$TOUR" "$*" >&2; }; }
+trap clean_up EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+need_server "X5U_ALLOW_HTTP=true X5U_ALLOW_PRIVATE=true npm start"
 
 step "A test STI-CA root, and a SHAKEN end-entity certificate it issues (P-256, digitalSignature, TNAuthList SPC 1234, the SHAKEN policy)"
 cat > "$TMP/pki.cnf" <<'EOF'
@@ -49,14 +75,19 @@ openssl x509 -req -in "$TMP/leaf.csr" -CA "$TMP/root.pem" -CAkey "$TMP/root.key"
 kns shaken cert-info "$TMP/leaf.pem" >&2
 
 step "Trust the root (STI_TRUST_ANCHORS does the same from a file)"
-kns shaken trust add "$TMP/root.pem" >&2
+ANCHOR=$(kns shaken trust add "$TMP/root.pem" --json | field added.0.fingerprint)
+say "trusted the Tour STI Root: $ANCHOR"
 
 step "The signing credential: its key is stored encrypted; its chain is served at the x5u; its display name is signed as the caller name"
 kns shaken credential add --name "$NAME" --key "$TMP/leaf.key" --cert "$TMP/leaf.pem" --x5u "$BASE/shaken/certs/$NAME.pem" --display-name "Tour Carrier" >&2
+CREDENTIAL=$NAME
 curl -sfS "$BASE/shaken/certs/$NAME.pem" | head -1 >&2
 
 step "An API key for the SBC: signing (STI-AS, bound to this credential, attestation A to C) and caller (STI-VS)"
-KEY=$(kns api-key create --vendor "Tour Carrier" --scopes caller,signing --credentials "$NAME" --attest A,B,C --json | field key)
+CREATED=$(kns api-key create --vendor "Tour Carrier" --scopes caller,signing --credentials "$NAME" --attest A,B,C --json)
+KEY_ID=$(field id <<<"$CREATED")
+KEY=$(field key <<<"$CREATED")
+say "created API key $KEY_ID for Tour Carrier: ${KEY:0:24}..."
 sleep 1   # the server hears of the new anchor and credential through the change signal
 
 step "STI-AS: sign the outgoing call +1 202 555 0142 -> +1 415 555 0199 (ATIS-1000082 signingRequest)"
@@ -91,5 +122,4 @@ step "A forged call: the same header for another calling number fails, with the 
 BODY=$(node -e 'console.log(JSON.stringify({ verificationRequest: { from: { tn: "12025550143" }, to: { tn: ["14155550199"] }, time: Number(process.argv[1]), identity: process.argv[2] } }))' "$NOW" "$IDENTITY")
 call POST /stir/v1/verification "$BODY" | expect verificationResponse.reasoncode 438
 
-kns shaken credential remove "$NAME" >&2
 printf '\nshaken tour: every step answered as expected\n' >&2

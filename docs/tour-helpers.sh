@@ -12,19 +12,23 @@ field() { node -e 'let s = ""; process.stdin.on("data", (d) => { s += d }).on("e
 step() { printf '\n== %s\n' "$*" >&2; }
 # say <text>: what a CLI step did (its answer went into a variable).
 say() { printf '   %s\n' "$*" >&2; }
-# need_server: stops with what to do when no server answers at BASE.
+# need_server [start command]: stops with what to do when no server answers at BASE.
 need_server() {
   curl -sS -o /dev/null --max-time 5 "$BASE/healthz" 2>/dev/null && return 0
-  printf '%s: no KNS server answers at %s. Start one in another terminal (npm start), or point the tour at yours:\n  KNS_URL=http://localhost:<port> %s\n' "${TOUR:-tour}" "$BASE" "$0" >&2
+  printf '%s: no KNS server answers at %s. Start one in another terminal (%s), or point the tour at yours:\n  KNS_URL=http://localhost:<port> %s\n' "${TOUR:-tour}" "$BASE" "${1:-npm start}" "$0" >&2
   exit 1
 }
-# call <method> <path> [json]: the request with the key (when KEY is set), its answer printed.
+# shorten < text: signatures, PASSporTs and other long tokens cut to their first 24 characters
+# (a run of 100 or more base64/base64url characters; a 0x address, 66, stays whole).
+shorten() { sed -E 's#([A-Za-z0-9_+/=.-]{24})[A-Za-z0-9_+/=.-]{76,}#\1...#g'; }
+# call <method> <path> [json]: the request with the key (when KEY is set), its answer printed
+# (shortened: the whole answer goes to stdout, for the next step).
 call() {
   local method=$1 path=$2 body=${3:-}
-  printf '%s %s %s\n' "$method" "$path" "$body" >&2
+  printf '%s %s %s\n' "$method" "$path" "$body" | shorten >&2
   local answer
   answer=$(curl -sS -X "$method" "$BASE$path" -H 'content-type: application/json' ${KEY:+-H "x-api-key: $KEY"} ${body:+-d "$body"})
-  printf '%s\n' "$answer" >&2
+  printf '%s\n' "$answer" | shorten >&2
   printf '%s' "$answer"
 }
 # expect <path> <value> < json: stops the tour when the answer says otherwise.

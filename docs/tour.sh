@@ -49,6 +49,7 @@ kns phone-login send-code --phone "$PHONE" --session "$SESSION"
 printf 'The 6-digit code for %s in the server'"'"'s log (terminal 1): ' "$PHONE" >&2
 read -r CODE
 kns phone-login finish --code "$CODE" --session "$SESSION" --json | expect address "$ZK_ADDRESS"
+say "the code was accepted: logged in as $PHONE, with the zkLogin address its registration gave ($ZK_ADDRESS)"
 
 step "The owner signs signMessage with the phone login (a zkLogin signature), the vendor's service verifies"
 SIG=$(kns phone-login sign-approval --ref "$REF" --session "$SESSION")

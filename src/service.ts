@@ -4,6 +4,7 @@ import type { Database } from './db/engine.ts'
 import { migrate } from './db/migrations.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { openCheckedDatabase } from './db/open.ts'
+import { adoptServerOutboundRules } from './db/outbound-rules.ts'
 import { getOrInitSetting, getSetting, NO_SECRET_MESSAGE, NO_SECRET_YET, resolveServerSecret } from './db/settings.ts'
 import { resolveIssuerPin } from './identity/issuer-pin.ts'
 import { activeDevelopmentKey } from './keys/development-key.ts'
@@ -121,6 +122,8 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
       const facts = { publicBaseUrl: config.publicBaseUrl, zkLoginIssuer: config.zkLoginIssuer, developmentKeyId: await activeDevelopmentKey(db) }
       warnings.push(...productionFindings(config, facts).map((f) => f.detail))
     }
+    // A CLI command judges outbound URLs as the server that will use them (src/db/outbound-rules.ts).
+    if (options.role === 'tool') await adoptServerOutboundRules(db, config)
     const secret = (): Buffer => {
       if (resolved === NO_SECRET_YET) throw new ConfigError(NO_SECRET_MESSAGE)
       return resolved

@@ -3,6 +3,7 @@ import { ValidationError } from '../errors.ts'
 import {
   bindSigningKey, createApiKey, listApiKeys, parseScopes, parseSigningBinding, revokeApiKey, type ApiKey, type SigningBinding,
 } from '../keys/api-keys.ts'
+import { deleteApiKey } from '../keys/delete-api-key.ts'
 import type { Service } from '../service.ts'
 import { optional, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
@@ -15,7 +16,9 @@ export const API_KEY_USAGE = `  api-key create --vendor <brand> [--scopes approv
   api-key bind <id> --credentials <name,...> [--attest A,B,C] [--numbers <...>]
                                           bind (again) a signing key; one bound to none signs nothing
   api-key list
-  api-key revoke <id>`
+  api-key revoke <id>
+  api-key delete <id>                     remove a key that left no record (no approvals, events, webhooks): one made
+                                          to try something; any other is revoked instead`
 
 export const API_KEY_OPTIONS = {
   vendor: { type: 'string' }, scopes: { type: 'string' }, rate: { type: 'string' },
@@ -45,7 +48,7 @@ function describeBinding(signing: SigningBinding | null): string {
 
 const signingPart = (k: ApiKey) => (k.scopes.includes('signing') ? { signing: k.signing } : {})
 
-/** kns api-key create | bind | list | revoke */
+/** kns api-key create | bind | list | revoke | delete */
 export async function apiKeyCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
   if (sub === 'create') {
     const vendor = optional(values, 'vendor')
@@ -86,6 +89,12 @@ export async function apiKeyCommand(service: Service, sub: string | undefined, {
     if (id === undefined) throw new UsageError('usage: kns api-key revoke <id>')
     const key = await revokeApiKey(service.db, id)
     return out.result({ id: key.id, vendor: key.vendor, revokedAt: new Date(key.revokedAt!).toISOString() }, `revoked API key ${key.id} (${key.vendor})`)
+  }
+  if (sub === 'delete') {
+    const id = positionals[2]
+    if (id === undefined) throw new UsageError('usage: kns api-key delete <id>')
+    const deleted = await deleteApiKey(service.db, id)
+    return out.result({ deleted: deleted.id }, `deleted API key ${deleted.id} (${deleted.vendor})`)
   }
   throw new UsageError(`unknown command 'kns api-key ${sub ?? ''}'`)
 }

@@ -1,5 +1,6 @@
 // First: sizes the thread pool before anything can start it.
 import '../lib/threadpool.ts'
+import { readFileSync } from 'node:fs'
 import { loadConfig, loadDotEnv } from '../config.ts'
 import { migrate, schemaVersion } from '../db/migrations.ts'
 import { MIGRATIONS } from '../migrations.ts'
@@ -13,7 +14,7 @@ import { ensureServerFlags } from './node-flags.ts'
 import { ledgerCommand, tokenCommand } from './ledger-commands.ts'
 import { databaseExists, describeDatabase, requireExistingDatabase } from './database-location.ts'
 import { createOutput, reportError, UsageError, type Output } from './output.ts'
-import { seedCommand, statsCommand, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
+import { seedCommand, statsCommand, statsHelpDetails, STATS_OPTIONS, STATS_USAGE } from './stats-commands.ts'
 import { walletCommand } from './wallet-commands.ts'
 import { webhookCommand, WEBHOOK_OPTIONS, WEBHOOK_USAGE } from './webhook-commands.ts'
 import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './shaken-commands.ts'
@@ -24,6 +25,7 @@ import { phoneLoginCommand, PHONE_LOGIN_OPTIONS, PHONE_LOGIN_USAGE } from './pho
 const USAGE = `kns: phone-number identity on the Sui ledger
 
 Usage: kns <command> [options] [--json]
+       kns --version | -v                 the version of this kns (package.json)
 
   serve [--workers <n>|auto]              start the HTTP API (same as npm start); --workers (or WORKERS): that many
                                           processes on one port, PostgreSQL only
@@ -78,8 +80,17 @@ export function commandHelp(command: string): string {
     if (inCommand) picked.push(line)
   }
   if (picked.length === 0) throw new UsageError(`unknown command '${command}'`)
-  return `Usage: kns ${command} ... [--json]\n\n${picked.join('\n')}\n\n` +
+  const details = COMMAND_DETAILS[command]?.()
+  return `Usage: kns ${command} ... [--json]\n\n${picked.join('\n')}\n\n${details === undefined ? '' : `${details}\n\n`}` +
     'Configuration comes from the environment and ./.env (see README): the CLI uses the same database and settings as the server.'
+}
+
+/** What a command's --help says besides its usage lines, generated from the definitions it describes. */
+const COMMAND_DETAILS: Record<string, () => string> = { stats: statsHelpDetails }
+
+/** The version of the package this CLI is (package.json, beside src/ in a checkout and in a deployment alike). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 }
 
 const OPTIONS = {
@@ -90,6 +101,7 @@ const OPTIONS = {
   ...OIDC_OPTIONS,
   ...PHONE_LOGIN_OPTIONS,
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
   workers: { type: 'string' },
   production: { type: 'boolean' },
   'older-than-days': { type: 'string' },
@@ -110,6 +122,11 @@ export async function main(argv: string[]): Promise<number> {
     const out = createOutput(json)
     const [command, sub] = args.positionals
     const helpFor = command === 'help' ? sub : args.values.help === true ? command : undefined
+    if (args.values.version === true) {
+      const version = packageVersion()
+      out.result({ version }, `kns ${version}`)
+      return 0
+    }
     if (command === undefined || (command === 'help' && sub === undefined) || (args.values.help === true && command === undefined)) {
       process.stdout.write(`${USAGE}\n`)
       return 0
@@ -211,7 +228,7 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'passport') return await passportCommand(service, sub, args, out)
       else if (command === 'stats') await statsCommand(service, sub, args, out)
       else if (command === 'seed') await seedCommand(service, args, out)
-      else if (command === 'webhook') await webhookCommand(service, sub, args, out)
+      else if (command === 'webhook') return await webhookCommand(service, sub, args, out)
       else if (command === 'shaken') await shakenCommand(service, sub, args, out)
       else if (command === 'oidc') await oidcCommand(service, sub, args, out)
       else if (command === 'phone-login') await phoneLoginCommand(service, sub, args, out)

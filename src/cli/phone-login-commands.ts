@@ -27,7 +27,8 @@ export const PHONE_LOGIN_OPTIONS = { url: { type: 'string' }, code: { type: 'str
 
 export const PHONE_LOGIN_USAGE = `  phone-login send-code --phone <+E164> [--url <server>] [--session <file>]
                                           start logging in as the number's owner: a code is texted to it
-                                          (SMS_DELIVERY=log: it is in the server's log); --url default KNS_URL, else PUBLIC_BASE_URL
+                                          (SMS_DELIVERY=log: it is in the server's log); --url default KNS_URL, else PUBLIC_BASE_URL;
+                                          --session default $DATA_DIR/phone-login.json (mode 0600: the ephemeral key)
   phone-login finish --code <6 digits> [--session <file>]
                                           the code; then the salt and the proof: prints the phone-login address
   phone-login sign-approval --ref <approvalNumber> [--session <file>]   zkLogin signature for verify_signature

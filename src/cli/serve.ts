@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import { recordOutboundRules } from '../db/outbound-rules.ts'
+import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
 import { listenForMetrics } from '../http/metrics-listener.ts'
 import { inWorkerPool } from '../lib/cluster-metrics.ts'
@@ -12,6 +14,7 @@ import { checkLedger } from '../ledger/ledger.ts'
 import { stopTracing } from '../lib/tracing.ts'
 import type { Service } from '../service.ts'
 import { SipServer } from '../sip/server.ts'
+import { logOutput } from './log-output.ts'
 import { announceListening, ownSockets } from './workers.ts'
 
 const SHUTDOWN_GRACE_MS = 10_000
@@ -41,10 +44,13 @@ async function issueDevelopmentKey(service: Service): Promise<void> {
     '',
     '  Then approve as the number\'s owner: open the approvalUrl it answers in a browser, choose',
     '  "Approve with your phone number" and type +14155550100. The login code is not texted in',
-    '  development (SMS_DELIVERY=log): it appears in this log. From the command line instead:',
+    '  development (SMS_DELIVERY=log): it appears in this log. From the command line instead (the',
+    '  last command: the vendor checks the signature the owner made, and the approval is decided):',
     `    npx kns phone-login send-code --phone +14155550100 --url ${base}`,
     '    npx kns phone-login finish --code <the code from this log>',
-    '    npx kns phone-login sign-approval --ref <approvalNumber>    (then POST it to /numsys/verify_signature)',
+    '    npx kns phone-login sign-approval --ref <approvalNumber>',
+    `    curl -s ${base}/numsys/verify_signature -H 'content-type: application/json' \\`,
+    `      -d '{"approvalNumber":"<approvalNumber>","signature":"<the signature sign-approval printed>"}'`,
     '',
     `  API reference: ${base}/docs    The whole tour: docs/tour.sh (README)`,
     `  Before production: npx kns api-key revoke ${key.id}   (kns doctor --production lists what else)`,
@@ -102,9 +108,11 @@ export function buildPagesIfStale(): void {
 }
 
 export async function serve(service: Service): Promise<FastifyInstance> {
+  await recordOutboundRules(service.db, service.config)
   await issueDevelopmentKey(service)
   const sip = service.config.sip === null ? undefined : new SipServer(service, service.config.sip)
-  const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip] })
+  const output = logOutput(service.config.logFormat)
+  const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip], ...(output === undefined ? {} : { logger: output }) })
   closeGracefully(app, service, sip)
   const { port } = service.config
   await serveMetricsApart(app, service)

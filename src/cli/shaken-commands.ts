@@ -18,6 +18,7 @@ export const SHAKEN_USAGE = `  shaken trust add <file.pem>             store STI
   shaken crl-signer list
   shaken crl-signer remove <fingerprint>
   shaken cert-info <file>                 subject, issuer, validity, key, TNAuthList (SPC/TNs) of each certificate
+                                          of a PEM or DER file
   shaken credential add --name <n> --key <private.pem> --cert <chain.pem> --x5u <public https URL> [--display-name <caller name>]
                                           the STI-AS signing credential (the key stored encrypted, never shown);
                                           --display-name: signed as the caller name (RFC 9795 rcd nam)

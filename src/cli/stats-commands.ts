@@ -7,7 +7,8 @@ import type { Service } from '../service.ts'
 import { insertRows } from '../stats/sql-rows.ts'
 import { createClientHasher } from '../stats/ingest/client-hash.ts'
 import { demoNodes, demoSessions, demoSignups, type DemoOptions } from '../stats/demo/demo.ts'
-import { formatOf } from '../stats/import/file-records.ts'
+import { formatOf, IMPORT_FORMATS } from '../stats/import/file-records.ts'
+import { describeImportColumns } from '../stats/import/import-files.ts'
 import { importNodes, importUsage } from '../stats/import/run-import.ts'
 import { ingestSessions, upsertGateways, upsertWifiNodes } from '../stats/ingest/ingest.ts'
 import { parseInstant } from '../stats/time.ts'
@@ -21,11 +22,20 @@ export const STATS_OPTIONS = {
   seed: { type: 'string' }, until: { type: 'string' }, out: { type: 'string' },
 } as const
 
-export const STATS_USAGE = `  stats import [--gateways <f.csv|.json>] [--wifi-nodes <f.csv|.json>] [--usage <f.csv|.ndjson|.json>]
-                                          stream files into the statistics (re-runnable: nothing counts twice)
+const EXTENSIONS = Object.keys(IMPORT_FORMATS).join('|')
+
+export const STATS_USAGE = `  stats import [--gateways <file>] [--wifi-nodes <file>] [--usage <file>]
+                                          stream files into the statistics (re-runnable: nothing counts twice);
+                                          each <file> ${EXTENSIONS}: CSV with a header row of column names,
+                                          NDJSON, or a JSON array (kns stats import --help: the columns)
   seed --demo [--sessions N] [--days D] [--numbers K] [--seed S] [--until <ISO date>] [--out <dir>]
                                           a synthetic network; the same options give the same data;
                                           --out writes CSV files for 'stats import' instead`
+
+/** What `kns stats --help` adds to the usage lines: the columns of each file, from the importer's schemas. */
+export function statsHelpDetails(): string {
+  return `Columns of each file (a CSV header row names them, in any order; a JSON record has them as fields):\n${describeImportColumns()}`
+}
 
 /** `kns stats import`. */
 export async function statsCommand(service: Service, sub: string | undefined, { values }: Parsed, out: Output): Promise<void> {

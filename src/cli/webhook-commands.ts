@@ -18,14 +18,33 @@ export const WEBHOOK_USAGE = `  webhook add --key <keyId> --url <https URL> [--e
   webhook deliveries [--failed] [--key <keyId>] [--limit N]
   webhook replay <eventId>                the event again (same webhook-id) to every live subscription`
 
-/** kns webhook add | list | remove | test | deliveries | replay */
-export async function webhookCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {
-  const { db, events, config } = service
-  const positional = (what: string) => {
-    const value = positionals[2]
-    if (value === undefined) throw new UsageError(`usage: kns webhook ${sub} <${what}>`)
-    return value
+/**
+ * kns webhook add | list | remove | test | deliveries | replay; resolves to the exit code (a
+ * failed test delivery: 1), which main() returns: setting process.exitCode here would be
+ * overwritten by main's own.
+ */
+export async function webhookCommand(service: Service, sub: string | undefined, args: Parsed, out: Output): Promise<number> {
+  if (sub === 'test') {
+    const outcome = await sendTestEvent(service.db, service.events.deliveries, requiredPositional(args, sub, 'id'))
+    out.result({ ...outcome }, outcome.delivered
+      ? `delivered ${outcome.eventId}: the endpoint answered ${outcome.status}`
+      : `not delivered ${outcome.eventId}: ${outcome.error} (retried on the normal schedule)`)
+    return outcome.delivered ? 0 : 1
   }
+  await manageWebhooks(service, sub, args, out)
+  return 0
+}
+
+function requiredPositional({ positionals }: Parsed, sub: string, what: string): string {
+  const value = positionals[2]
+  if (value === undefined) throw new UsageError(`usage: kns webhook ${sub} <${what}>`)
+  return value
+}
+
+async function manageWebhooks(service: Service, sub: string | undefined, args: Parsed, out: Output): Promise<void> {
+  const { db, events, config } = service
+  const { values } = args
+  const positional = (what: string) => requiredPositional(args, sub ?? '', what)
   if (sub === 'add') {
     const eventsArg = optional(values, 'events')
     const created = await addSubscription(db, events.box, { keyId: required(values, 'key'), url: required(values, 'url'), ...(eventsArg === undefined ? {} : { events: eventsArg }) },
@@ -42,14 +61,6 @@ export async function webhookCommand(service: Service, sub: string | undefined, 
   if (sub === 'remove') {
     const removed = presentWebhook(await removeSubscription(db, positional('id')), config.webhookBreakerFailures)
     return out.result(removed, `removed webhook ${removed.id} (${removed.url})`)
-  }
-  if (sub === 'test') {
-    const outcome = await sendTestEvent(db, events.deliveries, positional('id'))
-    out.result({ ...outcome }, outcome.delivered
-      ? `delivered ${outcome.eventId}: the endpoint answered ${outcome.status}`
-      : `not delivered ${outcome.eventId}: ${outcome.error} (retried on the normal schedule)`)
-    if (!outcome.delivered) process.exitCode = 1
-    return
   }
   if (sub === 'deliveries') {
     const limitRaw = optional(values, 'limit') ?? '50'

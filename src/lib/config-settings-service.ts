@@ -65,6 +65,10 @@ export const SERVICE_SETTINGS: Setting[] = [
     name: 'LOG_LEVEL', section: SERVER, ...choice('logLevel', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     description: 'pino level (`silent` to mute)',
   },
+  {
+    name: 'LOG_FORMAT', section: SERVER, ...choice('logFormat', ['auto', 'json', 'pretty'], 'auto'),
+    description: 'how log lines are written: `auto` readable (pino-pretty) when stdout is a terminal, JSON lines otherwise (a container, systemd, a pipe); `json` and `pretty` force one',
+  },
 
   { name: 'DATA_DIR', section: DATABASE, values: 'a directory', default: '`./data`', description: 'embedded database directory (`$DATA_DIR/kns.db`, SQLite WAL)', read: (env) => ({ dataDir: env.DATA_DIR || './data' }) },
   { name: 'DATABASE_URL', section: DATABASE, ...link('databaseUrl', ['postgres:', 'postgresql:']), description: '`postgres://...` selects PostgreSQL instead of SQLite' },

@@ -65,6 +65,8 @@ export interface Config {
   knsSecret: string | undefined
   redisUrl: string | undefined
   logLevel: string
+  /** LOG_FORMAT: `json` (one JSON object a line), `pretty` (pino-pretty: readable, coloured), `auto` (pretty when stdout is a terminal). */
+  logFormat: 'auto' | 'json' | 'pretty'
   suiNetwork: SuiNetwork
   suiGraphqlUrl: string
   /** The KNS package as first published: the origin of the `Kns` and `ApprovalEvent` types (types keep it across upgrades). */

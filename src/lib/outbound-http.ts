@@ -137,19 +137,58 @@ function literalHost(url: URL): string | null {
   return isIP(host) === 0 ? null : host
 }
 
+/** The refusal for a name that resolved to `addresses`, or null when every one may be reached. */
+function refusalOfResolved(hostname: string, addresses: readonly LookupAddress[], allowed: (address: string) => boolean): OutboundRefusedError | null {
+  const refused = addresses.find((a) => !allowed(a.address))
+  if (refused === undefined && addresses.length > 0) return null
+  // The address itself stays out of the message: it reaches callers (debug reports, the
+  // webhook test), and would tell them what an internal name resolves to.
+  return new OutboundRefusedError('ADDRESS_NOT_ALLOWED',
+    refused === undefined ? `${hostname} resolves to no address` : `the address of ${hostname} is not allowed (only public addresses are)`)
+}
+
+/** How long saving a URL waits for its name to resolve before giving up the early check. */
+const SAVE_LOOKUP_TIMEOUT_MS = 3000
+
+/**
+ * The check made when a URL is saved (a webhook subscription): the static rules, then, for a
+ * name, the addresses it resolves to now, under the same rule the connect-time lookup applies
+ * (`https://localhost` is refused here, not at every delivery). The connect-time check stays
+ * the guard (a name may resolve elsewhere later); a name that does not resolve now (not yet
+ * published, or no DNS where the check runs) is accepted, and refused at connect time if it
+ * ever resolves to a refused address.
+ */
+export async function checkOutboundUrlResolved(
+  raw: string, options: { allowPrivate: boolean; allowHttp?: boolean; lookup?: typeof dnsLookup; addressAllowed?: (address: string) => boolean },
+): Promise<URL> {
+  const allowed = options.addressAllowed ?? isPublicAddress
+  const url = checkOutboundUrl(raw, options.allowPrivate, options.allowHttp ?? options.allowPrivate, allowed)
+  if (options.allowPrivate || literalHost(url) !== null) return url
+  const addresses = await resolveAll(options.lookup ?? dnsLookup, url.hostname)
+  const refusal = addresses === null ? null : refusalOfResolved(url.hostname, addresses, allowed)
+  if (refusal !== null) throw refusal
+  return url
+}
+
+/** Every address of `hostname`, or null when it does not resolve within SAVE_LOOKUP_TIMEOUT_MS. */
+function resolveAll(resolve: typeof dnsLookup, hostname: string): Promise<LookupAddress[] | null> {
+  return new Promise((done) => {
+    const timer = setTimeout(() => done(null), SAVE_LOOKUP_TIMEOUT_MS)
+    timer.unref()
+    resolve(hostname, { all: true }, (err, addresses: LookupAddress[]) => {
+      clearTimeout(timer)
+      done(err ? null : addresses)
+    })
+  })
+}
+
 /** A socket lookup that refuses the name when any address it resolves to is not public. */
 function guardedLookup(resolve: typeof dnsLookup, allowed: (address: string) => boolean): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { all: true, family: options.family ?? 0, hints: options.hints ?? 0 }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0)
-      const refused = addresses.find((a) => !allowed(a.address))
-      if (refused !== undefined || addresses.length === 0) {
-        // The address itself stays out of the message: it reaches callers (debug reports, the
-        // webhook test), and would tell them what an internal name resolves to.
-        const error = new OutboundRefusedError('ADDRESS_NOT_ALLOWED',
-          refused === undefined ? `${hostname} resolves to no address` : `the address of ${hostname} is not allowed (only public addresses are)`)
-        return callback(error as NodeJS.ErrnoException, '', 0)
-      }
+      const error = refusalOfResolved(hostname, addresses, allowed)
+      if (error !== null) return callback(error as NodeJS.ErrnoException, '', 0)
       if (options.all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses)
       callback(null, addresses[0]!.address, addresses[0]!.family)
     })

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import { recordOutboundRules } from '../../src/db/outbound-rules.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { assertError } from '../support/kns.ts'
 import { killAll, oneJson, runKns } from '../support/process.ts'
@@ -109,5 +110,57 @@ describe('kns webhook (CLI)', () => {
     assert.match(unknown.stderr, /no event/)
     const removed = await runKns(['webhook', 'remove', String(added.id)], h.env)
     assert.equal(removed.code, 0, removed.stderr)
+  })
+
+  test('test: a delivery that fails exits 1, the outcome printed (as text and as JSON)', async () => {
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
+    const dead = oneJson(await runKns(['webhook', 'add', '--key', vendorKeyId, '--url', 'http://127.0.0.1:9/hook', '--json'], h.env))
+    try {
+      const tested = await runKns(['webhook', 'test', String(dead.id)], h.env)
+      assert.equal(tested.code, 1, `${tested.stdout}\n${tested.stderr}`)
+      assert.match(tested.stdout, /not delivered evt_[0-9a-f]{32}: network error \(ECONNREFUSED\)/)
+      const asJson = await runKns(['webhook', 'test', String(dead.id), '--json'], h.env)
+      assert.equal(asJson.code, 1)
+      assert.equal(oneJson(asJson).delivered, false)
+    } finally {
+      await runKns(['webhook', 'remove', String(dead.id)], h.env)
+    }
+  })
+
+  test('add judges the URL with the server\'s recorded WEBHOOK_ALLOW_PRIVATE, not the CLI\'s own', async () => {
+    // As `kns serve` records it at start: this server does not allow private addresses.
+    await recordOutboundRules(h.service.db, { ...h.service.config, webhookAllowPrivate: false })
+    try {
+      for (const url of ['http://127.0.0.1:8080/hook', 'https://127.0.0.1/hook', 'https://localhost/hook']) {
+        const refused = await runKns(['webhook', 'add', '--key', vendorKeyId, '--url', url], { ...h.env, WEBHOOK_ALLOW_PRIVATE: 'true' })
+        assert.equal(refused.code, 2, `${url}: ${refused.stdout}${refused.stderr}`)
+        assert.match(refused.stderr, /webhook URL refused: .*\(a server started with WEBHOOK_ALLOW_PRIVATE=true allows them, for development\)/)
+      }
+      // A server that allows them: the CLI without the variable accepts what that server will deliver to.
+      await recordOutboundRules(h.service.db, { ...h.service.config, webhookAllowPrivate: true })
+      const accepted = await runKns(['webhook', 'add', '--key', vendorKeyId, '--url', 'http://127.0.0.1:9/hook', '--json'], { ...h.env, WEBHOOK_ALLOW_PRIVATE: 'false' })
+      assert.equal(accepted.code, 0, accepted.stderr)
+      await runKns(['webhook', 'remove', String(oneJson(accepted).id)], h.env)
+    } finally {
+      await h.service.db.run(`DELETE FROM settings WHERE name = 'server_outbound_rules'`)
+    }
+  })
+})
+
+describe('the admin API and the CLI judge a URL alike', () => {
+  test('https://localhost (a name for a loopback address) is refused when saved, not at every delivery', async () => {
+    const strict = await startHarness({ KNS_SECRET: randomBytes(32).toString('hex') })
+    try {
+      const adminKey = await strict.key({ scopes: ['webhooks'], vendor: 'Operator' })
+      const keyId = (await strict.service.db.get<{ id: string }>(`SELECT id FROM api_keys WHERE vendor = 'Operator'`))!.id
+      const viaApi = await strict.app.inject({ method: 'POST', url: '/api/v1/admin/webhooks', headers: { 'x-api-key': adminKey }, payload: { keyId, url: 'https://localhost/hook' } })
+      assertError(viaApi, 400, 'INVALID_REQUEST', 'url')
+      assert.match(viaApi.json().message, /the address of localhost is not allowed \(only public addresses are\)/)
+      const viaCli = await runKns(['webhook', 'add', '--key', keyId, '--url', 'https://localhost/hook'], strict.env)
+      assert.equal(viaCli.code, 2)
+      assert.match(viaCli.stderr, /the address of localhost is not allowed/)
+    } finally {
+      await strict.close()
+    }
   })
 })

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import type { LookupAddress } from 'node:dns'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { checkOutboundUrl, isPublicAddress, outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../src/lib/outbound-http.ts'
+import { checkOutboundUrl, checkOutboundUrlResolved, isPublicAddress, outboundRequest, OutboundRefusedError, type OutboundOptions } from '../../src/lib/outbound-http.ts'
 
 let server: Server
 let port: number
@@ -182,5 +182,33 @@ describe('a pooled connection the endpoint closed as it was reused', () => {
       hangUp.closeAllConnections()
       await new Promise((resolve) => hangUp.close(resolve))
     }
+  })
+})
+
+describe('checkOutboundUrlResolved (saving a URL): the connect-time rule applied to what the name resolves to now', () => {
+  const failingDns = ((_host: string, _options: unknown, callback: (err: Error) => void) => {
+    callback(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }))
+  }) as unknown as OutboundOptions['lookup']
+
+  test('a name resolving to a loopback or private address (any of its addresses) is refused; a public one passes', async () => {
+    for (const addresses of [['127.0.0.1'], ['93.184.215.14', '10.0.0.7'], ['::1']]) {
+      await assert.rejects(checkOutboundUrlResolved('https://hooks.example.com/kns', { allowPrivate: false, lookup: fakeDns(...addresses)! }),
+        (err: unknown) => err instanceof OutboundRefusedError && err.code === 'ADDRESS_NOT_ALLOWED' && /the address of hooks\.example\.com is not allowed/.test(err.message))
+    }
+    assert.equal((await checkOutboundUrlResolved('https://hooks.example.com/kns', { allowPrivate: false, lookup: fakeDns('93.184.215.14')! })).href, 'https://hooks.example.com/kns')
+  })
+
+  test('the real resolver: https://localhost is refused', async () => {
+    await assert.rejects(checkOutboundUrlResolved('https://localhost/hook', { allowPrivate: false }), /the address of localhost is not allowed/)
+  })
+
+  test('a name that does not resolve now is accepted (the connect-time check guards it); allowPrivate resolves nothing', async () => {
+    assert.equal((await checkOutboundUrlResolved('https://not-yet.example.com/', { allowPrivate: false, lookup: failingDns! })).hostname, 'not-yet.example.com')
+    assert.equal((await checkOutboundUrlResolved('http://localhost:9/', { allowPrivate: true, lookup: fakeDns('127.0.0.1')! })).hostname, 'localhost')
+  })
+
+  test('the static rules still come first', async () => {
+    await assert.rejects(checkOutboundUrlResolved('http://hooks.example.com/', { allowPrivate: false, lookup: fakeDns('93.184.215.14')! }), /only https URLs are allowed/)
+    await assert.rejects(checkOutboundUrlResolved('https://169.254.169.254/', { allowPrivate: false, lookup: fakeDns('93.184.215.14')! }), /169\.254\.169\.254 is a loopback/)
   })
 })

@@ -83,7 +83,10 @@ export async function addCredential(db: Database, box: SealedBox, input: NewCred
     // The verifiers that fetch it apply the same rules: a URL they would refuse is no x5u.
     checkOutboundUrl(input.x5u, rules.allowPrivate, rules.allowHttp)
   } catch (err) {
-    if (err instanceof OutboundRefusedError) throw new ValidationError(`x5u: ${err.message}`, { field: 'x5u' })
+    if (err instanceof OutboundRefusedError) {
+      const lift = err.code === 'URL_NOT_ALLOWED' ? 'X5U_ALLOW_HTTP' : 'X5U_ALLOW_PRIVATE'
+      throw new ValidationError(`x5u: ${err.message} (a server started with ${lift}=true allows it, for development)`, { field: 'x5u' })
+    }
     throw err
   }
   const row: CredentialRow = {

@@ -1,6 +1,7 @@
 import type { Database, Executor } from '../../db/engine.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
-import { checkOutboundUrl, OutboundRefusedError } from '../../lib/outbound-http.ts'
+import type { lookup as dnsLookup } from 'node:dns'
+import { checkOutboundUrlResolved, OutboundRefusedError } from '../../lib/outbound-http.ts'
 import { randomHex } from '../../lib/random-hex.ts'
 import type { SealedBox } from '../../lib/sealed-box.ts'
 import { DECISION_EVENT_TYPES, type DecisionEventType } from '../../db/outbox.ts'
@@ -62,13 +63,19 @@ export function parseEventTypes(raw: string | readonly string[] | undefined): De
   return unique.length === DECISION_EVENT_TYPES.length ? '*' : unique
 }
 
-export function checkWebhookUrl(url: string, allowPrivate: boolean): string {
+/**
+ * A webhook URL judged as deliveries will judge it (src/lib/outbound-http.ts): the static rules,
+ * and a name that resolves to a loopback or private address refused now rather than failing at
+ * every delivery. The admin API and `kns webhook add` both call it, with the server's
+ * WEBHOOK_ALLOW_PRIVATE (a CLI uses the one the server recorded: src/db/outbound-rules.ts).
+ */
+export async function checkWebhookUrl(url: string, allowPrivate: boolean, lookup?: typeof dnsLookup): Promise<string> {
   if (url.length > MAX_URL_LENGTH) throw new ValidationError(`the URL is longer than ${MAX_URL_LENGTH} characters`, { field: 'url' })
   try {
-    return checkOutboundUrl(url, allowPrivate).href
+    return (await checkOutboundUrlResolved(url, { allowPrivate, ...(lookup === undefined ? {} : { lookup }) })).href
   } catch (err) {
     if (err instanceof OutboundRefusedError) {
-      throw new ValidationError(`webhook URL refused: ${err.message}${allowPrivate ? '' : ' (WEBHOOK_ALLOW_PRIVATE=true allows them, for development)'}`, { field: 'url' })
+      throw new ValidationError(`webhook URL refused: ${err.message}${allowPrivate ? '' : ' (a server started with WEBHOOK_ALLOW_PRIVATE=true allows them, for development)'}`, { field: 'url' })
     }
     throw err
   }
@@ -78,9 +85,9 @@ export interface NewSubscription { keyId: string; url: string; events?: string |
 
 /** Adds a subscription; the secret is returned here only (stored sealed). */
 export async function addSubscription(
-  db: Database, box: SealedBox, input: NewSubscription, options: { allowPrivate: boolean },
+  db: Database, box: SealedBox, input: NewSubscription, options: { allowPrivate: boolean; lookup?: typeof dnsLookup },
 ): Promise<Subscription & { secret: string }> {
-  const url = checkWebhookUrl(input.url, options.allowPrivate)
+  const url = await checkWebhookUrl(input.url, options.allowPrivate, options.lookup)
   const events = parseEventTypes(input.events)
   const secret = newWebhookSecret()
   const id = `whk_${randomHex(12)}`

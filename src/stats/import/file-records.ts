@@ -17,12 +17,15 @@ export interface FileRecord {
 
 export type FileFormat = 'csv' | 'ndjson' | 'json'
 
+/** The file extensions an import reads, and the format each names (the CLI's help lists them from here). */
+export const IMPORT_FORMATS: Readonly<Record<string, FileFormat>> = { '.csv': 'csv', '.ndjson': 'ndjson', '.jsonl': 'ndjson', '.json': 'json' }
+
 export function formatOf(path: string): FileFormat {
   const ext = extname(path).toLowerCase()
-  if (ext === '.csv') return 'csv'
-  if (ext === '.ndjson' || ext === '.jsonl') return 'ndjson'
-  if (ext === '.json') return 'json'
-  throw new ValidationError(`${path}: unknown file type "${ext}" (use .csv, .ndjson, .jsonl or .json)`)
+  const format = IMPORT_FORMATS[ext]
+  if (format !== undefined) return format
+  const names = Object.keys(IMPORT_FORMATS)
+  throw new ValidationError(`${path}: unknown file type "${ext}" (use ${names.slice(0, -1).join(', ')} or ${names.at(-1)})`)
 }
 
 /** CSV cells are text: these columns hold numbers when they look like one. */

@@ -15,7 +15,8 @@ import { bucketStart, WEEK } from '../time.ts'
 import { workerBatches } from './reader-batches.ts'
 import { upsertGateways, upsertWifiNodes } from '../ingest/ingest.ts'
 import { createProgress } from './progress.ts'
-import { Gateway, WifiNode } from '../../contract/stats-schemas.ts'
+import type { Gateway, WifiNode } from '../../contract/stats-schemas.ts'
+import { IMPORT_FILES } from './import-files.ts'
 
 export { IMPORT_BATCH } from './session-batches.ts'
 const REPORTED = 20
@@ -123,7 +124,7 @@ export async function importUsage(db: Database, secret: Buffer, path: string, op
   return { read, inserted, duplicates: read - inserted, seconds: (performance.now() - started) / 1000, weeks: { ...bulk.weeks } }
 }
 
-const checkers = { gateways: Compile(Gateway), 'wifi-nodes': Compile(WifiNode) }
+const checkers = { gateways: Compile(IMPORT_FILES.gateways), 'wifi-nodes': Compile(IMPORT_FILES['wifi-nodes']) }
 
 export async function importNodes(db: Database, kind: 'gateways' | 'wifi-nodes', path: string): Promise<{ read: number; upserted: number }> {
   const checker = checkers[kind]
