@@ -27,9 +27,9 @@
  * unexpected bodies, socket errors), since its figures would not mean what they say.
  */
 import { availableParallelism, loadavg } from 'node:os'
-import autocannon, { type RawResult } from 'autocannon'
 import { callerEndpoints, callerNote, LOOKUP_NAME, startRawVerify, summarizeVerify, VERIFY_NAME, type RawVerify } from './caller-bench.ts'
 import { paced, stopPaced, summarizePaced, type PacedResult } from './caller-paced.ts'
+import { autocannonSlices, type Slice } from './autocannon-slices.ts'
 import { preflight, startServer, type Endpoint, type Reference, type Summary, type Target } from './bench-server.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
 import { startX5uFixture, X5U_NAME } from './x5u-bench.ts'
@@ -69,6 +69,7 @@ const TARGETS: Record<string, Goal> = {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
+const { cannon, slice, summarize } = autocannonSlices(CONNECTIONS)
 
 // ---------------------------------------------------------------------------------------
 // Server children
@@ -90,53 +91,6 @@ interface Measurement extends Summary {
   engine: Engine | '-'
   /** The reference over the slices interleaved with this endpoint's (absent on reference rows). */
   ref?: Summary & { name: string }
-}
-
-function cannon(port: number, endpoint: Endpoint, seconds: number, overallRate?: number): Promise<RawResult> {
-  return autocannon({
-    url: `http://127.0.0.1:${port}`,
-    connections: CONNECTIONS,
-    duration: seconds,
-    ...(overallRate === undefined ? {} : { overallRate }),
-    timeout: 10,
-    skipAggregateResult: true,
-    requests: [{
-      method: endpoint.method,
-      headers: endpoint.headers,
-      setupRequest(request) {
-        const next = endpoint.next()
-        request.path = next.path
-        if (next.body !== undefined) request.body = next.body
-        return request
-      },
-    }],
-    verifyBody: endpoint.ok,
-  })
-}
-
-/** One autocannon run and the CPU time the server spent meanwhile. */
-interface Slice { raw: RawResult; cpuUs: number }
-
-async function slice(server: Target, endpoint: Endpoint, seconds: number, overallRate?: number): Promise<Slice> {
-  const before = await server.cpu()
-  const raw = await cannon(server.port, endpoint, seconds, overallRate)
-  return { raw, cpuUs: await server.cpu() - before }
-}
-
-/** Throughput over all slices, p99 over all their latencies, and anything that was not a clean 2xx. */
-function summarize(slices: Slice[]): Summary {
-  const raws = slices.map((s) => s.raw)
-  const completed = raws.reduce((n, r) => n + r.totalCompletedRequests, 0)
-  const seconds = raws.reduce((n, r) => n + r.duration, 0)
-  const cpuUs = slices.reduce((n, s) => n + s.cpuUs, 0) / completed
-  const result = autocannon.aggregateResult(raws, { url: 'http://127.0.0.1', connections: CONNECTIONS })
-  const problems: string[] = []
-  const statuses = Object.entries(result.statusCodeStats).filter(([code]) => !code.startsWith('2'))
-  if (statuses.length > 0) problems.push(statuses.map(([code, s]) => `${code}x${s.count}`).join(' '))
-  const badBodies = result.mismatches - result.non2xx
-  if (badBodies > 0) problems.push(`${badBodies} unexpected 2xx bodies`)
-  if (result.errors > 0) problems.push(`${result.errors} socket errors (${result.timeouts} timeouts)`)
-  return { rps: completed / seconds, p99: result.latency.p99, problems: problems.join(', '), cpuUs }
 }
 
 const us = (cpuUs: number | null) => cpuUs === null ? '-' : cpuUs.toFixed(0)

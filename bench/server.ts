@@ -7,6 +7,7 @@
  *
  *   BENCH_MODE=bare  a bare Fastify app with `GET /bare` (the baseline)
  *   BENCH_MODE=app   the real service, configured from the environment like `kns serve`
+ *                    (traces too, when OTEL_EXPORTER_OTLP_ENDPOINT is set: bench/tracing.bench.ts)
  */
 // First, as in `kns serve`: sizes the thread pool before anything can start it.
 import '../src/lib/threadpool.ts'
@@ -16,6 +17,7 @@ import { loadConfig } from '../src/config.ts'
 import { buildApp } from '../src/http/app.ts'
 import { openService, type Service } from '../src/service.ts'
 import { SipServer } from '../src/sip/server.ts'
+import { startTracing, stopTracing } from '../src/lib/tracing.ts'
 
 if (process.send === undefined) {
   console.error('bench/server.ts is started by bench/api.bench.ts (it needs an IPC channel)')
@@ -29,6 +31,8 @@ if (process.env.BENCH_MODE === 'bare') {
   app = Fastify({ logger: false })
   app.get('/bare', async () => ({ ok: true, service: 'kns', version: 1 }))
 } else {
+  // As `kns serve`: before the database opens, so its statements are traced; nothing without an endpoint.
+  await startTracing()
   service = await openService(loadConfig(process.env))
   app = await buildApp(service, { logger: false })
   // The events benchmark measures what a server runs in the background (webhook deliveries).
@@ -52,6 +56,8 @@ async function stop(): Promise<void> {
   stopping = true
   await Promise.all([app.close(), sip?.close()])
   await service?.close()
+  // Exports what is still buffered, as `kns serve` does at shutdown (the tracing bench counts it).
+  await stopTracing()
   process.exit(0)
 }
 process.on('message', (message) => {

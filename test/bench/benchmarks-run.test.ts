@@ -18,6 +18,7 @@ const SMALL: Record<string, Record<string, string>> = {
   'bench/workers.bench.ts': { BENCH_SECONDS: '1', BENCH_CALLER_NUMBERS: '100', BENCH_CONNECTIONS: '4' },
   'bench/sip.bench.ts': { BENCH_SIP_SECONDS: '1', BENCH_SIP_ROUNDS: '1', BENCH_HALF_RATE_S: '1', BENCH_CALLER_NUMBERS: '100', BENCH_CONNECTIONS: '4' },
   'bench/overload.bench.ts': { BENCH_OVERLOAD_SECONDS: '1', BENCH_OVERLOAD_CONNECTIONS: '50', BENCH_CALLER_NUMBERS: '200', BENCH_OVERLOAD_FACTORS: '2', BENCH_CAPACITY_CONNECTIONS: '8' },
+  'bench/tracing.bench.ts': { BENCH_ENGINES: 'sqlite', BENCH_DURATION_S: '1', BENCH_SLICE_S: '1', BENCH_WARMUP_S: '1', BENCH_CALLER_NUMBERS: '100', BENCH_CONNECTIONS: '4', BENCH_BSP_DELAY_MS: '500' },
 }
 
 function run(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
