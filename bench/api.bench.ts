@@ -33,7 +33,7 @@ import { autocannonSlices, type Slice } from './autocannon-slices.ts'
 import { preflight, startServer, type Endpoint, type Reference, type Summary, type Target } from './bench-server.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
 import { startX5uFixture, X5U_NAME } from './x5u-bench.ts'
-import { areaAEndpoints, postgresDatabase, seed, sqliteDatabase, walletSignatures, type BenchDatabase, type Engine } from './seed.ts'
+import { areaAEndpoints, onEngines, seed, walletSignatures, type BenchDatabase, type Engine } from './seed.ts'
 
 function envInt(name: string, fallback: number, min: number): number {
   const raw = process.env[name]
@@ -225,24 +225,8 @@ async function main(): Promise<number> {
     rawVerify = await startRawVerify(WARMUP_S)
     const run = async (seconds: number) => { const s = await slice(bareServer, bare, seconds); allBare.push(s); return s }
     const refs: References = { verify: rawVerify, bare: { name: 'bare', run, summarize }, bareServer }
-    const engines = { sqlite: async () => sqliteDatabase(), postgres: async () => postgresDatabase(PG_URL) }
-    for (const [engine, open] of Object.entries(engines)) {
-      if (!ENGINES.includes(engine)) continue
-      let db: BenchDatabase
-      try {
-        db = await open()
-      } catch (err) {
-        const note = `postgres: skipped, ${new URL(PG_URL).host} unreachable (${(err as Error).message})`
-        notes.push(note)
-        log(`-- ${note}`)
-        continue
-      }
-      try {
-        measurements.push(...await benchEngine(db, refs))
-      } finally {
-        await db.cleanup()
-      }
-    }
+    const skipped = (note: string) => { notes.push(note); log(`-- ${note}`) }
+    measurements.push(...(await onEngines(ENGINES, PG_URL, skipped, (db) => benchEngine(db, refs))).flat())
   } finally {
     await rawVerify?.stop()
     await bareServer.stop()

@@ -77,6 +77,31 @@ export async function postgresDatabase(baseUrl: string): Promise<BenchDatabase> 
   }
 }
 
+/**
+ * `fn` on a fresh database of each engine `engines` names (sqlite first), cleaned up after;
+ * a PostgreSQL that cannot be reached is skipped, said through `skipped`.
+ */
+export async function onEngines<T>(engines: string[], pgUrl: string, skipped: (note: string) => void, fn: (db: BenchDatabase) => Promise<T>): Promise<T[]> {
+  const results: T[] = []
+  const open = { sqlite: async () => sqliteDatabase(), postgres: async () => postgresDatabase(pgUrl) }
+  for (const [engine, opener] of Object.entries(open)) {
+    if (!engines.includes(engine)) continue
+    let db: BenchDatabase
+    try {
+      db = await opener()
+    } catch (err) {
+      skipped(`postgres: skipped, ${new URL(pgUrl).host} unreachable (${(err as Error).message})`)
+      continue
+    }
+    try {
+      results.push(await fn(db))
+    } finally {
+      await db.cleanup()
+    }
+  }
+  return results
+}
+
 export interface SeedSizes {
   /** Numbers linked to tokens that `keypair` owns (targets of approval-phone). */
   ownedNumbers: number

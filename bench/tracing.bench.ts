@@ -43,7 +43,7 @@ import { autocannonSlices, type Slice } from './autocannon-slices.ts'
 import { envInt, preflight, runMain, startServer, type Endpoint, type Summary, type Target } from './bench-server.ts'
 import { callerEndpoints, VERIFY_NAME } from './caller-bench.ts'
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
-import { areaAEndpoints, postgresDatabase, seed, sqliteDatabase, type BenchDatabase, type Engine, type Seed } from './seed.ts'
+import { areaAEndpoints, onEngines, seed, type BenchDatabase, type Engine, type Seed } from './seed.ts'
 
 const DURATION_S = envInt('BENCH_DURATION_S', 4)
 const SLICE_S = envInt('BENCH_SLICE_S', 2)
@@ -254,23 +254,8 @@ async function main(): Promise<number> {
   const rows: Row[] = []
   const notes: string[] = []
   try {
-    const configs = configurations(all, ratio)
-    const engines = { sqlite: async () => sqliteDatabase(), postgres: async () => postgresDatabase(PG_URL) }
-    for (const [engine, open] of Object.entries(engines)) {
-      if (!ENGINES.includes(engine)) continue
-      let db: BenchDatabase
-      try {
-        db = await open()
-      } catch (err) {
-        notes.push(`postgres: skipped, ${new URL(PG_URL).host} unreachable (${(err as Error).message})`)
-        continue
-      }
-      try {
-        rows.push(...await benchEngine(db, configs))
-      } finally {
-        await db.cleanup()
-      }
-    }
+    const skipped = (note: string) => { notes.push(note); log(`-- ${note}`) }
+    rows.push(...(await onEngines(ENGINES, PG_URL, skipped, (db) => benchEngine(db, configurations(all, ratio)))).flat())
   } finally {
     await Promise.all([all.stop(), ratio.stop()])
   }
