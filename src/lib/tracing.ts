@@ -30,8 +30,8 @@ export interface SpanOptions {
   kind?: SpanKindName
   attributes?: SpanAttributes
   /**
-   * Only as the child of a span already active: a database statement or a Redis command of
-   * the background work (a poll every second) is not worth a trace of its own.
+   * Only as the child of a span already active and recording: a database statement or a Redis
+   * command of the background work (a poll every second) is not worth a trace of its own.
    */
   childOnly?: boolean
   /** A stored W3C traceparent to continue (a webhook delivery continues its decision's trace). */
@@ -113,7 +113,9 @@ function parentContext(a: OtelApi, options: SpanOptions): Api.Context | null {
     }
   }
   const active = a.context.active()
-  if (options.childOnly === true && a.trace.getSpan(active) === undefined) return null
+  // A child-only span under a parent that records nothing (not sampled) would be dropped with
+  // it: not made at all, so a sampled-out request pays nothing per statement.
+  if (options.childOnly === true && a.trace.getSpan(active)?.isRecording() !== true) return null
   return active
 }
 

@@ -45,7 +45,7 @@ for (const [mode, env, used] of [['async (default)', {}, true], ['sync', { APPRO
     test('the OpenAPI description of both creation endpoints states what a 200 promises', async () => {
       const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json()
       for (const path of ['/numsys/approval-phone', '/numsys/approval-object-id']) {
-        assert.match(doc.paths[path].post.description, used ? /without waiting for the disk/ : /committed durably before this answer/, path)
+        assert.match(doc.paths[path].post.description, used ? /answers before the new approval is on the database's disk/ : /committed durably before this answer/, path)
       }
     })
   })

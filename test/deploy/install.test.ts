@@ -26,8 +26,21 @@ after(async () => {
   rmSync(work, { recursive: true, force: true })
 })
 
+/**
+ * The machine's registry settings, which `npm ci` needs for a package not in its cache: npm's
+ * own settings from the environment and the CA bundle. With Node 24 first on PATH, npm looks
+ * for its global npmrc beside that node, not where the machine's npm keeps it (its `cafile`).
+ */
+function registrySettings(): Record<string, string> {
+  const kept: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && (/^npm_config_/i.test(name) || name === 'NODE_EXTRA_CA_CERTS' || name === 'SSL_CERT_FILE')) kept[name] = value
+  }
+  return kept
+}
+
 /** npm and Node 24 first on PATH, as in the image (node:24-slim). npm's cache makes `npm ci` local. */
-const env = childEnv({ PATH: `${dirname(NODE)}${delimiter}${process.env.PATH ?? ''}`, npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false' })
+const env = childEnv({ ...registrySettings(), PATH: `${dirname(NODE)}${delimiter}${process.env.PATH ?? ''}`, npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false' })
 
 function skipReason(): string | undefined {
   for (const [tool, flag] of [['bash', '--version'], ['npm', '--version']] as const) {

@@ -97,7 +97,7 @@ describe('OpenAPI', () => {
       ].sort())
       assert.equal(schema.properties.title.maxLength, 255)
       assert.equal(schema.properties.message.maxLength, 2000)
-      assert.match(doc.paths[path].post.description, /without waiting for the disk \(APPROVAL_COMMIT=async\)/, 'the durability of a 200 (default)')
+      assert.match(doc.paths[path].post.description, /answers before the new approval is on the database's disk \(APPROVAL_COMMIT=async/, 'the durability of a 200 (default)')
     }
     for (const path of ['/numsys/register-user-login', '/numsys/verify_signature', '/numsys/verify_transaction']) {
       assert.equal(doc.paths[path].post.security, undefined, `${path} takes no key`)
