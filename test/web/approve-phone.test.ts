@@ -189,7 +189,8 @@ describe('approving with the phone number on the embedded ledger', { skip: SKIP,
   test('cancelling the login: back on the request, nothing approved, Approve offered again', async () => {
     const { context, page, watch, request } = await toLoginPage(browser, setup)
     await page.getByRole('button', { name: 'Cancel and go back' }).click()
-    await page.getByRole('alert').getByText('You did not log in, so nothing was approved.').waitFor()
+    // Back through the provider's redirects, as after a login (30 s like those: a loaded CI machine took 17 s once).
+    await page.getByRole('alert').getByText('You did not log in, so nothing was approved.').waitFor({ timeout: 30_000 })
     assert.equal(new URL(page.url()).searchParams.get('ref'), request.approvalNumber)
     assert.equal((await details(setup.server.h, request.approvalNumber)).status, 'pending')
     await page.getByRole('button', { name: 'Approve with your phone number' }).waitFor()
