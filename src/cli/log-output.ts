@@ -1,4 +1,3 @@
-import pretty from 'pino-pretty'
 import type { Config } from '../config.ts'
 
 /**
@@ -7,9 +6,11 @@ import type { Config } from '../config.ts'
  * is pretty when stdout is a terminal (`npm start` in development) and JSON otherwise (a
  * container, systemd, a pipe): nothing changes for a deployment.
  */
-export function logOutput(format: Config['logFormat'], stdoutIsTerminal = process.stdout.isTTY === true): { stream: NodeJS.WritableStream } | undefined {
+export async function logOutput(format: Config['logFormat'], stdoutIsTerminal = process.stdout.isTTY === true): Promise<{ stream: NodeJS.WritableStream } | undefined> {
   const readable = format === 'pretty' || (format === 'auto' && stdoutIsTerminal)
   if (!readable) return undefined
+  // Loaded only for a terminal: a deployment writing JSON never pays for it at start.
+  const { default: pretty } = await import('pino-pretty')
   return {
     stream: pretty({
       colorize: stdoutIsTerminal, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname',

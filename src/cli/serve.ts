@@ -5,7 +5,6 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { recordOutboundRules } from '../db/outbound-rules.ts'
-import { getSetting } from '../db/settings.ts'
 import { buildApp } from '../http/app.ts'
 import { listenForMetrics } from '../http/metrics-listener.ts'
 import { inWorkerPool } from '../lib/cluster-metrics.ts'
@@ -111,7 +110,7 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   await recordOutboundRules(service.db, service.config)
   await issueDevelopmentKey(service)
   const sip = service.config.sip === null ? undefined : new SipServer(service, service.config.sip)
-  const output = logOutput(service.config.logFormat)
+  const output = await logOutput(service.config.logFormat)
   const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip], ...(output === undefined ? {} : { logger: output }) })
   closeGracefully(app, service, sip)
   const { port } = service.config

@@ -68,9 +68,9 @@ test('the first start\'s banner: its curl and npx commands, run as printed, appr
   await server.stop()
 })
 
-test('LOG_FORMAT: auto is pretty on a terminal and JSON elsewhere; json and pretty force it', () => {
-  assert.equal(logOutput('auto', false), undefined, 'JSON lines: pino\'s own output')
-  assert.ok(logOutput('auto', true)?.stream)
-  assert.equal(logOutput('json', true), undefined)
-  assert.ok(logOutput('pretty', false)?.stream)
+test('LOG_FORMAT: auto is pretty on a terminal and JSON elsewhere; json and pretty force it', async () => {
+  assert.equal(await logOutput('auto', false), undefined, 'JSON lines: pino\'s own output')
+  assert.ok((await logOutput('auto', true))?.stream)
+  assert.equal(await logOutput('json', true), undefined)
+  assert.ok((await logOutput('pretty', false))?.stream)
 })
