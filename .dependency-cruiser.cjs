@@ -3,12 +3,12 @@
  * dependency-cruiser (`npm run check:layers`, part of `npm test`): imports only run down the
  * layers, and nothing imports in a circle.
  *
- *   cli -> http, sip -> service.ts, migrations.ts -> areas (identity, keys, approvals, caller, stats, events)
+ *   cli -> http, sip -> service.ts, migrations.ts -> areas (identity, keys, approvals, caller, stats, events, swaps, camara)
  *       -> ledger -> db -> base (lib, contract, errors.ts, config.ts)
  *
  * Areas may use each other (without circles); the pages (web/) see only src/contract/.
  */
-const AREAS = '^src/(identity|keys|accounts|approvals|caller|stats|events)/'
+const AREAS = '^src/(identity|keys|accounts|approvals|caller|stats|events|swaps|camara)/'
 const layer = {
   base: '^src/(lib/|contract/|errors\\.ts$|config\\.ts$)',
   db: '^src/db/',
