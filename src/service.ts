@@ -25,6 +25,7 @@ import { createLedger } from './ledger/create-ledger.ts'
 import type { Ledger } from './ledger/ledger.ts'
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts'
 import { Accounts } from './accounts/accounts.ts'
+import { SwapRecords } from './swaps/swap-records.ts'
 
 /** Everything a request handler or CLI command needs, opened once per process. */
 export interface Service {
@@ -51,6 +52,8 @@ export interface Service {
   events: Events
   /** The login provider: OpenID provider, clients and keys, login codes, salt and prover step (served by servers). */
   accounts: Accounts
+  /** The SIM and device change records the operator reports (the SIM Swap and Device Swap answers' source). */
+  swaps: SwapRecords
   /** What an operator must hear at start (a server logs them as warnings). */
   warnings: string[]
   close(): Promise<void>
@@ -151,6 +154,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const decisionWaiters = new DecisionWaiters()
     const events = new Events(config, db, ledger, secret)
     const shakenCredentials = new Credentials(db, () => new SealedBox(secret(), 'shaken-credentials'))
+    const swaps = new SwapRecords(db, config.simSwapMonitoredDays)
     if (changes !== null) {
       changes.on('change', (topic) => { if (topic === APPROVAL_TOPIC) events.decided() })
       keyDirectory.subscribe(changes)
@@ -168,12 +172,13 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     }
     return {
       config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks,
-      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts,
+      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts, swaps,
       get secret(): Buffer {
         return secret()
       },
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
+        swaps.stop()
         await events.stop()
         await accounts.close()
         await changes?.close()

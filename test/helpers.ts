@@ -85,7 +85,7 @@ export async function startHarness(extraEnv: Record<string, string> = {}, option
     async key(options = {}) {
       const created = await createApiKey(service.db, {
         vendor: options.vendor ?? 'Acme Bank',
-        scopes: options.scopes ?? ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'oidc'],
+        scopes: options.scopes ?? ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'oidc', 'sim-changes'],
         rate: options.rate ?? 100_000,
         ...(options.signing === undefined ? {} : { signing: options.signing }),
       })

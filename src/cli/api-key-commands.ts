@@ -8,7 +8,7 @@ import type { Service } from '../service.ts'
 import { optional, type Parsed } from './args.ts'
 import { UsageError, type Output } from './output.ts'
 
-export const API_KEY_USAGE = `  api-key create --vendor <brand> [--scopes approvals,caller,signing,stats,webhooks,oidc] [--rate <req/s>]
+export const API_KEY_USAGE = `  api-key create --vendor <brand> [--scopes approvals,caller,signing,stats,webhooks,oidc,sim-changes] [--rate <req/s>]
                  [--credentials <name,...> [--attest A,B,C] [--numbers <+E164|+prefix*,...>]]
                                           a signing key signs only with the credentials it is bound to, claiming only
                                           those attestation levels, for those numbers (+prefix*: the numbers that extend

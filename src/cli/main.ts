@@ -21,6 +21,7 @@ import { certInfoCommand, shakenCommand, SHAKEN_OPTIONS, SHAKEN_USAGE } from './
 import { oidcCommand, OIDC_OPTIONS, OIDC_USAGE } from './oidc-commands.ts'
 import { checkPortsFree, checkWorkers, isWorker, runPrimary, workerCount } from './workers.ts'
 import { phoneLoginCommand, PHONE_LOGIN_OPTIONS, PHONE_LOGIN_USAGE } from './phone-login-commands.ts'
+import { simChangesCommand, SIM_CHANGES_OPTIONS, SIM_CHANGES_USAGE } from './sim-changes-commands.ts'
 
 const USAGE = `kns: phone-number identity on the Sui ledger
 
@@ -33,7 +34,8 @@ Usage: kns <command> [options] [--json]
   doctor [--production]                   check the database and the ledger (LEDGER=sui: packages, ID map, page limit);
                                           --production: also fail on what must not reach production (each with its fix)
   prune [--older-than-days <n>]           delete finished webhook deliveries, events and read ledger feed rows older
-                                          than RETENTION_DAYS (90), or n days; the server does it hourly
+                                          than RETENTION_DAYS (90), or n days, and SIM and device change records older
+                                          than SIM_SWAP_MONITORED_DAYS; the server does it hourly
 ${API_KEY_USAGE}
   token mint --phone <+E164> --owner <0x address>         (LEDGER=local)
   token transfer --object-id <id> --to <0x address>       (LEDGER=local)
@@ -62,6 +64,7 @@ ${OIDC_USAGE}
 ${PHONE_LOGIN_USAGE}
 ${WEBHOOK_USAGE}
 ${STATS_USAGE}
+${SIM_CHANGES_USAGE}
 
 Configuration comes from the environment and ./.env (see README). --json prints one JSON
 object on stdout; errors go to stderr with a non-zero exit code.`
@@ -100,6 +103,7 @@ const OPTIONS = {
   ...API_KEY_OPTIONS,
   ...OIDC_OPTIONS,
   ...PHONE_LOGIN_OPTIONS,
+  ...SIM_CHANGES_OPTIONS,
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
   workers: { type: 'string' },
@@ -156,7 +160,7 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'serve') ensureServerFlags()
     loadDotEnv()
     const config = loadConfig()
-    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc', 'phone-login', 'prune'].includes(command)) {
+    if (!['serve', 'migrate', 'doctor', 'api-key', 'token', 'ledger', 'wallet', 'keystore', 'registry', 'passport', 'stats', 'seed', 'webhook', 'shaken', 'oidc', 'phone-login', 'prune', 'sim-changes'].includes(command)) {
       throw new UsageError(`unknown command '${command}'`)
     }
     // Every command below uses the database: say which, and never create one by accident:
@@ -232,13 +236,17 @@ export async function main(argv: string[]): Promise<number> {
       else if (command === 'shaken') await shakenCommand(service, sub, args, out)
       else if (command === 'oidc') await oidcCommand(service, sub, args, out)
       else if (command === 'phone-login') await phoneLoginCommand(service, sub, args, out)
+      else if (command === 'sim-changes') await simChangesCommand(service, sub, args, out)
       else if (command === 'prune') {
         const raw = args.values['older-than-days'] as string | undefined
         const days = raw === undefined ? service.config.retentionDays : Number(raw)
         if (!Number.isInteger(days) || days < 1) throw new UsageError('--older-than-days must be a whole number of days, at least 1 (RETENTION_DAYS=0 keeps everything: give it)')
         const counts = await service.events.prune(days * 86_400_000)
-        out.result({ olderThanDays: days, ...counts },
-          `deleted rows older than ${days} days: ${counts.deliveries} finished webhook deliveries, ${counts.events} events, ${counts.ledgerEvents} ledger feed rows, ${counts.rejections} watcher rejections`)
+        // The monitored period is the law's, not a retention choice: --older-than-days does not move it.
+        const simChanges = await service.swaps.prune()
+        out.result({ olderThanDays: days, ...counts, simChanges },
+          `deleted rows older than ${days} days: ${counts.deliveries} finished webhook deliveries, ${counts.events} events, ${counts.ledgerEvents} ledger feed rows, ${counts.rejections} watcher rejections; ` +
+          `${simChanges} SIM and device change records older than ${service.swaps.monitoredDays} days (SIM_SWAP_MONITORED_DAYS)`)
       }
       else await ledgerCommand(service, sub, args, out)
     } finally {

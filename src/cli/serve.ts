@@ -130,6 +130,8 @@ export async function serve(service: Service): Promise<FastifyInstance> {
     else if (state === 'unreachable' || state === 'failing') app.log.warn({ err }, 'ledger watcher: cannot read the ledger\'s events; retrying with backoff (nothing is skipped)')
   }
   service.events.start()
+  // The monitored period (SIM_SWAP_MONITORED_DAYS), hourly like the retention prune.
+  service.swaps.start()
   for (const warning of service.warnings) app.log.warn(warning)
   app.log.info({ engine: service.db.engine, ledger: service.ledger.kind, publicBaseUrl: service.config.publicBaseUrl }, 'kns ready')
   announceListening()

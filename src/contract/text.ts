@@ -34,6 +34,15 @@ export const EMAIL = `^${EMAIL_CHAR}{1,64}@${EMAIL_CHAR}+\\.${EMAIL_CHAR}+$`
 /** An http(s) URL as the contract writes it (`^https?://`), with no white space or control character. */
 export const HTTP_URL = `^https?:\\/\\/${EMAIL_CHAR.replace('@', '')}*$`
 
+/** An operator's own ID of a reported SIM or device change (what makes reports idempotent). */
+export const CHANGE_EVENT_ID = '^[A-Za-z0-9._:-]{1,128}$'
+
+/**
+ * RFC 3339 date-time with its zone (`Z` or `+hh:mm`), seconds required, fractions allowed: the
+ * `date-time` of the SIM change records (the CAMARA APIs that answer from them speak RFC 3339).
+ */
+export const RFC3339_DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$'
+
 /** What each pattern asks, in words, for error messages (a regular expression is no answer for a person). */
 /** A whole number of seconds from 0 to 60 (transaction_details `wait`). */
 export const WAIT_SECONDS = '^(?:[0-9]|[1-5][0-9]|60)$'
@@ -44,4 +53,6 @@ export const PATTERN_WORDS: Record<string, string> = {
   [MULTI_LINE]: 'must be text without control characters other than line breaks and tabs, and without bidirectional overrides',
   [EMAIL]: 'must be an e-mail address (local@domain.tld) without white space or control characters',
   [HTTP_URL]: 'must be an http:// or https:// URL without white space or control characters',
+  [CHANGE_EVENT_ID]: 'must be 1-128 letters, digits and . _ : -',
+  [RFC3339_DATE_TIME]: 'must be an RFC 3339 date-time with a time zone, e.g. 2026-11-27T08:15:00Z',
 }

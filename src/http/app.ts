@@ -22,6 +22,7 @@ import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { adminOidcRoutes } from './routes/admin-oidc.ts'
+import { adminSimChangeRoutes } from './routes/admin-sim-changes.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
@@ -147,5 +148,6 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(adminWebhookRoutes, { service })
   await app.register(accountsRoutes, { service })
   await app.register(adminOidcRoutes, { service })
+  await app.register(adminSimChangeRoutes, { service })
   return app
 }

@@ -5,12 +5,13 @@ import { SingleFlight } from '../lib/single-flight.ts'
 
 /**
  * What a key may do: `approvals` (the vendor's approval requests), `caller` (call verification),
- * `signing` (the STI-AS), and three operator scopes kept apart so that one cannot reach
+ * `signing` (the STI-AS), and operator scopes kept apart so that one cannot reach
  * another's data: `stats` (statistics uploads), `webhooks` (subscriptions to any vendor's
- * decisions, their deliveries and replays), `oidc` (the login provider's clients). They were
- * one `admin` scope until migration 14, which left existing `admin` keys with `stats` only.
+ * decisions, their deliveries and replays), `oidc` (the login provider's clients), `sim-changes`
+ * (the SIM and device changes the operator reports, what SIM Swap answers from). The first three
+ * were one `admin` scope until migration 14, which left existing `admin` keys with `stats` only.
  */
-export const SCOPES = ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'oidc'] as const
+export const SCOPES = ['approvals', 'caller', 'signing', 'stats', 'webhooks', 'oidc', 'sim-changes'] as const
 export type Scope = (typeof SCOPES)[number]
 export const DEFAULT_SCOPES: Scope[] = ['approvals', 'caller']
 

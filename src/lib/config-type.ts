@@ -112,6 +112,8 @@ export interface Config {
   webhookBreakerFailures: number
   /** RETENTION_DAYS: finished deliveries, events and read ledger feed rows older than this are deleted (0: kept forever). */
   retentionDays: number
+  /** SIM_SWAP_MONITORED_DAYS: how far back SIM and device changes are kept and answered (CAMARA's monitored period). */
+  simSwapMonitoredDays: number
   /** LEDGER=sui: deadline of every ledger request (ms). */
   ledgerTimeoutMs: number
   /** LEDGER=sui: how long a decision re-reads a "not found" transaction or a stale owner before failing (ms). */

@@ -94,10 +94,10 @@ class JsonArraySplitter {
 }
 
 /**
- * Batches of records from `path`, in file order. `onBytes` reports bytes read (progress).
+ * Batches of records from `path`, in file order. `onBytes` reports bytes read (progress);
+ * `format`: the file's, when its name does not say it (`kns sim-changes import --format`).
  */
-export async function* readRecords(path: string, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<FileRecord[]> {
-  const format = formatOf(path)
+export async function* readRecords(path: string, onBytes: (bytes: number) => void = () => {}, format: FileFormat = formatOf(path)): AsyncGenerator<FileRecord[]> {
   if (format === 'csv') {
     for await (const { header, rows } of readCsvRows(path, onBytes)) yield rows.map(({ cells, line }) => ({ value: csvObject(header, cells), line }))
     return
