@@ -11,14 +11,15 @@ export const SIM_CHANGES_OPTIONS = { format: { type: 'string' }, limit: { type: 
 const EXTENSIONS = Object.keys(CHANGE_FILE_FORMATS).join('|')
 
 export const SIM_CHANGES_USAGE = `  sim-changes import <file> [--format csv|ndjson]
-                                          record the operator's SIM and device changes (what SIM Swap and Device
-                                          Swap answer from), streamed in batches of 500; <file> ${EXTENSIONS}: CSV with a
-                                          header row (eventId,phoneNumber,kind,changedAt[,approvalNumber]) or NDJSON,
-                                          one object a line; kind activation|sim-change|device-change; re-runnable
+                                          record the operator's SIM and device changes (what SIM Swap and
+                                          Device Swap answer from), streamed in transactions of 500; <file>
+                                          ${EXTENSIONS}: CSV with a header row (eventId,phoneNumber,kind,
+                                          changedAt[,approvalNumber]) or NDJSON, one object a line; re-runnable
                                           (what is recorded counts as duplicates); a bad line stops it, named
   sim-changes list --phone <+E164> [--limit <n>]
                                           a number's kept change records, newest first
-  sim-changes prune                       delete the records older than SIM_SWAP_MONITORED_DAYS (the server does it hourly)`
+  sim-changes prune                       delete the records older than SIM_SWAP_MONITORED_DAYS (the server
+                                          does it hourly)`
 
 /** `kns sim-changes import|list|prune`. */
 export async function simChangesCommand(service: Service, sub: string | undefined, { values, positionals }: Parsed, out: Output): Promise<void> {

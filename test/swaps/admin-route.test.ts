@@ -80,6 +80,10 @@ test('1000 changes of the longest fields fit the body limit and are recorded in 
   const res = await send(batch)
   assert.equal(res.statusCode, 200, res.body.slice(0, 300))
   assert.deepEqual(res.json(), { recorded: 1000, duplicates: 0 })
+  // Past the limit: 413, and nothing read into the records.
+  const before = await count()
+  assertError(await send(Array.from({ length: 1000 }, (_, i) => ({ ...longest(i + 1000), note: 'n'.repeat(1100) }))), 413, 'PAYLOAD_TOO_LARGE')
+  assert.equal(await count(), before)
 })
 
 test('GET lists a number\'s kept records, newest first', async () => {
