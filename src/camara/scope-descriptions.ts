@@ -5,12 +5,12 @@ import { FRAUD_PREVENTION_PURPOSE } from './access.ts'
  * consent step): what the client will be able to learn about their number, and why.
  */
 const SCOPE_WORDS: Record<string, string> = {
-  'sim-swap': 'Whether and when the SIM card of your number was last changed',
-  'sim-swap:check': 'Whether the SIM card of your number was changed recently',
-  'sim-swap:retrieve-date': 'When the SIM card of your number was last changed',
-  'device-swap': 'Whether and when your number was last used in a new phone',
-  'device-swap:check': 'Whether your number was used in a new phone recently',
-  'device-swap:retrieve-date': 'When your number was last used in a new phone',
+  'sim-swap': 'Check whether, and see when, the SIM card of your number was last changed',
+  'sim-swap:check': 'Check whether the SIM card of your number was changed recently',
+  'sim-swap:retrieve-date': 'See when the SIM card of your number was last changed',
+  'device-swap': 'Check whether, and see when, your number was last used in a new phone',
+  'device-swap:check': 'Check whether your number was used in a new phone recently',
+  'device-swap:retrieve-date': 'See when your number was last used in a new phone',
   'sim-swap-subscriptions:org.camaraproject.sim-swap-subscriptions.v0.swapped:create': 'Be told when the SIM card of your number changes',
   'sim-swap-subscriptions:read': 'See the notifications it asked for about your number',
   'sim-swap-subscriptions:delete': 'Stop the notifications it asked for about your number',
