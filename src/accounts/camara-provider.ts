@@ -44,6 +44,31 @@ export function assertionLifetime(claims: { exp?: unknown; iat?: unknown }, now 
 }
 
 /**
+ * Step: a signed authentication request (JAR) of a CAMARA client follows the profile: iss, aud,
+ * iat, exp and jti present; not issued in the future; at most 300 s between iat and exp; scope,
+ * response_type, client_id and redirect_uri also sent as plain parameters, with the same values
+ * (the library then uses the signed ones only). Checked before the library verifies the
+ * signature with the client's keys. Login clients never sent request objects: they may not.
+ */
+export function requestObjectRules(outer: Record<string, unknown>, claims: Record<string, unknown>, camara: boolean, now = Math.floor(Date.now() / 1000)): void {
+  if (!camara) throw new errors.InvalidRequestObject('request objects are taken from CAMARA clients only')
+  for (const claim of ['iss', 'aud', 'iat', 'exp', 'jti']) {
+    if (claims[claim] === undefined) throw new errors.InvalidRequestObject(`the request object must have ${claim} (CAMARA)`)
+  }
+  const { iat, exp } = claims as { iat: unknown; exp: unknown }
+  if (typeof iat !== 'number' || typeof exp !== 'number') throw new errors.InvalidRequestObject('the request object\'s iat and exp must be numbers')
+  if (iat > now + ASSERTION_SKEW_S) throw new errors.InvalidRequestObject('the request object is issued in the future (iat)')
+  if (exp - iat > MAX_ASSERTION_LIFETIME_S) {
+    throw new errors.InvalidRequestObject(`the request object lives ${exp - iat} s (exp - iat); CAMARA allows at most ${MAX_ASSERTION_LIFETIME_S} s`)
+  }
+  for (const param of ['scope', 'response_type', 'client_id', 'redirect_uri']) {
+    if (outer[param] === undefined || outer[param] !== claims[param]) {
+      throw new errors.InvalidRequestObject(`${param} must be sent both as a parameter and in the request object, with the same value (CAMARA)`)
+    }
+  }
+}
+
+/**
  * Step: what the client asks for is allowed. The scope is required; exactly one purpose
  * (`dpv:`), the one this service serves; at least one CAMARA API scope; nothing the client was
  * not registered for (invalid_scope, naming the first offender).
@@ -71,11 +96,12 @@ export interface CamaraProviderDeps { publicBaseUrl: string; clients: Clients; s
 
 /** The configuration entries the CAMARA rules set; provider.ts merges them into its own. */
 export function camaraConfiguration(deps: CamaraProviderDeps): Pick<Configuration, 'assertJwtClientAuthClaimsAndHeader' | 'pairwiseIdentifier' | 'subjectTypes' | 'enabledJWA'> & {
-  features: Pick<NonNullable<Configuration['features']>, 'clientCredentials' | 'resourceIndicators'>
+  features: Pick<NonNullable<Configuration['features']>, 'clientCredentials' | 'resourceIndicators' | 'requestObjects'>
 } {
   const audience = camaraAudience(deps.publicBaseUrl)
   return {
-    enabledJWA: { clientAuthSigningAlgValues: [...CLIENT_ASSERTION_ALGS] },
+    // Signed by the client's registered keys: the same algorithms as its assertions (no HS256, which would need a secret).
+    enabledJWA: { clientAuthSigningAlgValues: [...CLIENT_ASSERTION_ALGS], requestObjectSigningAlgValues: [...CLIENT_ASSERTION_ALGS] },
     async assertJwtClientAuthClaimsAndHeader(_ctx, claims) {
       assertionLifetime(claims)
     },
@@ -86,6 +112,14 @@ export function camaraConfiguration(deps: CamaraProviderDeps): Pick<Configuratio
     },
     features: {
       clientCredentials: { enabled: true },
+      // CAMARA: the authorization server MUST support signed authentication requests (the `request` parameter).
+      requestObjects: {
+        enabled: true,
+        requireSignedRequestObject: false,
+        async assertJwtClaimsAndHeader(ctx, claims, _header, client) {
+          requestObjectRules(ctx.oidc.params as Record<string, unknown>, claims as Record<string, unknown>, isCamaraClient(client))
+        },
+      },
       resourceIndicators: {
         enabled: true,
         // A CAMARA client's request without `resource` is for the CAMARA APIs (CAMARA: `scope` alone is enough).

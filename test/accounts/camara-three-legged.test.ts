@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { decodeJwt, decodeProtectedHeader } from 'jose'
+import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose'
 import { camaraAudience, FRAUD_PREVENTION_PURPOSE } from '../../src/camara/access.ts'
 import { CamaraTokens } from '../../src/camara/access-token.ts'
 import { randomPhone, register } from '../support/kns.ts'
@@ -160,6 +160,45 @@ describe('three-legged CAMARA tokens', () => {
     // A stranger's browser (no interaction cookie) cannot answer someone's consent step.
     const { uid: asked } = await toConsent(bank, user.phoneNumber, randomBytes(32).toString('base64url'))
     assert.equal((await new Browser().json(`${server.base}/oidc/interaction/${asked}/consent`, { decision: 'approve' })).status, 404)
+  })
+
+  test('a signed authentication request (JAR): accepted within CAMARA\'s rules, refused outside them', async () => {
+    const user = await register(server.h, randomPhone())
+    const verifier = randomBytes(32).toString('base64url')
+    const plain = new URL(authorizationUrl(bank, verifier))
+    /** The plain request and the same parameters signed (by the bank's key, or `signer`'s). */
+    const signed = async (claims: Record<string, unknown> = {}, signer = bank) => {
+      const now = Math.floor(Date.now() / 1000)
+      const payload = { ...Object.fromEntries(plain.searchParams), iss: bank.clientId, aud: server.issuer, iat: now, exp: now + 120, jti: randomBytes(8).toString('hex'), ...claims }
+      for (const [k, v] of Object.entries(payload)) if (v === null) delete (payload as Record<string, unknown>)[k]
+      const url = new URL(plain)
+      url.searchParams.set('request', await new SignJWT(payload).setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: 'oauth-authz-req+jwt' }).sign(signer.privateKey))
+      return url.href
+    }
+    const browser = new Browser()
+    const atConsent = await logIn(server, browser, await signed(), user.phoneNumber)
+    const uid = /\/oidc\/interaction\/([^/?#]+)$/.exec(new URL(atConsent).pathname)![1]!
+    const code = (await decide(browser, uid, 'approve')).searchParams.get('code')!
+    assert.equal((await redeem(bank, code, verifier)).status, 200)
+
+    const now = Math.floor(Date.now() / 1000)
+    const stranger = await registerCamaraClient(server, { grantType: 'authorization_code', redirectUris: [CALLBACK] })
+    for (const [why, url] of [
+      ['lives 600 s', await signed({ iat: now, exp: now + 600 })],
+      ['no jti', await signed({ jti: null })],
+      ['another scope inside', await signed({ scope: `openid sim-swap:retrieve-date ${FRAUD_PREVENTION_PURPOSE}` })],
+      ['signed by another client\'s key', await signed({}, stranger)],
+    ] as const) {
+      const res = await new Browser().follow(url, server.base)
+      const body = res.url.startsWith(server.base) ? await res.res.text() : ''
+      assert.match(`${res.url} ${body}`, /invalid_request_object/, why)
+      assert.doesNotMatch(res.url, /[?&]code=/, why)
+    }
+    // A login client may not send request objects.
+    const login = new URL(codeFlowUrl(server, verifier))
+    login.searchParams.set('request', await new SignJWT({ client_id: login.searchParams.get('client_id')! }).setProtectedHeader({ alg: 'ES256' }).sign(bank.privateKey))
+    const res = await new Browser().follow(login.href, server.base)
+    assert.match(`${res.url} ${res.url.startsWith(server.base) ? await res.res.text() : ''}`, /invalid_request_object/)
   })
 
   test('login clients are never asked for consent', async () => {
