@@ -32,7 +32,7 @@ after(async () => { await server.close() })
 function authorizationUrl(client: CamaraTestClient, verifier: string, scope = SCOPE): string {
   const url = new URL(`${server.issuer}/auth`)
   url.search = new URLSearchParams({
-    client_id: client.clientId, redirect_uri: CALLBACK, response_type: 'code', scope, state: 'st', nonce: 'nn',
+    client_id: client.clientId, redirect_uri: CALLBACK, response_type: 'code', scope, state: 'st', ...(scope.split(' ').includes('openid') ? { nonce: 'nn' } : {}),
     code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
   }).toString()
   return url.href
@@ -118,6 +118,19 @@ describe('three-legged CAMARA tokens', () => {
     }
     assert.notEqual(subs[0], subs[1])
     assert.equal(subs[0], subs[2])
+  })
+
+  test('without openid: an access token and no ID token', async () => {
+    const user = await register(server.h, randomPhone())
+    const verifier = randomBytes(32).toString('base64url')
+    const browser = new Browser()
+    const atConsent = await logIn(server, browser, authorizationUrl(bank, verifier, `sim-swap:check ${FRAUD_PREVENTION_PURPOSE}`), user.phoneNumber)
+    const uid = /\/oidc\/interaction\/([^/?#]+)$/.exec(new URL(atConsent).pathname)![1]!
+    const code = (await decide(browser, uid, 'approve')).searchParams.get('code')!
+    const answer = await redeem(bank, code, verifier)
+    assert.equal(answer.status, 200, JSON.stringify(answer.body))
+    assert.equal(answer.body.id_token, undefined)
+    assert.equal((await tokens.verify(`Bearer ${String(answer.body.access_token)}`)).phoneNumber, user.phoneNumber)
   })
 
   test('deny sends the client access_denied and no code', async () => {
