@@ -214,12 +214,12 @@ export class Clients {
     const found = await this.#find(clientId)
     if (found === null) return undefined
     const row = found.row
-    if (row?.grant_type != null && !found.client.builtIn) {
-      return camaraMetadataOf(found.client, row.grant_type, JSON.parse(row.jwks!) as PublicJwks, (row.scope ?? '').split(' '))
-    }
-    const sealed = found.client.confidential ? found.row?.sealed_secret : null
     // A URI stored before today's rules (redirect-uris.ts) is not served; the built-in one comes from PUBLIC_BASE_URL.
     const redirectUris = found.client.redirectUris.filter((uri) => uri === this.#builtIn.redirectUri || redirectUriProblem(uri) === null)
+    if (row?.grant_type != null && !found.client.builtIn) {
+      return camaraMetadataOf({ ...found.client, redirectUris }, row.grant_type, JSON.parse(row.jwks!) as PublicJwks, (row.scope ?? '').split(' '))
+    }
+    const sealed = found.client.confidential ? found.row?.sealed_secret : null
     return metadataOf({ ...found.client, redirectUris }, sealed ? this.#box().open(sealed) : null)
   }
 
