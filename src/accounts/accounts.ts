@@ -9,6 +9,7 @@ import { Clients } from './clients.ts'
 import { LoginCodes } from './login-codes.ts'
 import { prove, type ProveRequest } from './prove.ts'
 import { sweepExpired } from './provider-adapter.ts'
+import { PairwiseSubjects } from './pairwise-subjects.ts'
 import { LoginProvider } from './provider.ts'
 import { saltFor } from './salt.ts'
 import { SigningKeys, type PublicJwk } from './signing-keys.ts'
@@ -28,6 +29,8 @@ const KEY_CACHE_MS = 5000
 export class Accounts {
   readonly keys: SigningKeys
   readonly clients: Clients
+  /** The pairwise `sub` of CAMARA three-legged clients (and the user behind one). */
+  readonly subjects: PairwiseSubjects
   readonly provider: LoginProvider
   readonly codes: LoginCodes
   readonly sms: SmsSender
@@ -45,7 +48,8 @@ export class Accounts {
     const box = (purpose: string) => () => new SealedBox(secret(), purpose)
     this.keys = new SigningKeys(db, box('oidc-signing-keys'))
     this.clients = new Clients(db, box('oidc-client-secrets'), { clientId: config.zkLoginClientId, redirectUri: `${config.publicBaseUrl}/approve` })
-    this.provider = new LoginProvider({ config, db, keys: this.keys, clients: this.clients, secret })
+    this.subjects = new PairwiseSubjects(secret)
+    this.provider = new LoginProvider({ config, db, keys: this.keys, clients: this.clients, subjects: this.subjects, secret })
     // The server's logger arrives with the app (useLogger); until then nothing is sent anyway.
     const log: SmsLogger = { info: (o, m) => this.#log.info(o, m), warn: (o, m) => this.#log.warn(o, m) }
     this.sms = createSmsSender({

@@ -6,6 +6,7 @@ import { isUniqueViolation } from '../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
 import type { SealedBox } from '../lib/sealed-box.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
+import { checkJwks, checkRegisteredScope, type CamaraGrantType, type PublicJwks } from './camara-clients.ts'
 import { checkRedirectUri, redirectUriProblem } from './redirect-uris.ts'
 
 /**
@@ -17,6 +18,10 @@ import { checkRedirectUri, redirectUriProblem } from './redirect-uris.ts'
  * ZKLOGIN_CLIENT_ID is the built-in client: the audience of every registered user's
  * zkAddress, used by the approval page at `$PUBLIC_BASE_URL/approve`. Other redirect URIs can
  * be added to it (a wallet that must reach the same addresses) by adding a client with its ID.
+ *
+ * A CAMARA client (a bank calling SIM Swap, Device Swap) is registered with a grant type, its
+ * public keys and its scopes (src/accounts/camara-clients.ts) and authenticates with
+ * private_key_jwt only; the login clients above are untouched by it.
  */
 export interface OidcClient {
   clientId: string
@@ -25,6 +30,26 @@ export interface OidcClient {
   confidential: boolean
   builtIn: boolean
   createdAt: number | null
+  /** A login client's ['authorization_code', 'implicit']; a CAMARA client's one grant. */
+  grantTypes: string[]
+  /** A CAMARA client's registered scopes, space-separated; null for a login client (the provider's OIDC scopes). */
+  scope: string | null
+  /** The kids of a CAMARA client's registered public keys (none for a login client). */
+  keyIds: string[]
+}
+
+/** What the provider's CAMARA steps need to know of a client, or null for a login client. */
+export interface CamaraClient { clientId: string; grantType: CamaraGrantType; scopes: ReadonlySet<string> }
+
+export interface NewClient {
+  name: string
+  redirectUris?: string[]
+  clientId?: string
+  confidential?: boolean
+  /** Set for a CAMARA client; then `jwks` and `scope` are required and `confidential` is not taken. */
+  grantType?: CamaraGrantType
+  jwks?: unknown
+  scope?: string | readonly string[]
 }
 
 /** The metadata oidc-provider takes for a client. */
@@ -37,14 +62,23 @@ export interface ClientMetadata {
   token_endpoint_auth_method: string
   id_token_signed_response_alg: 'RS256'
   client_secret?: string
+  jwks?: PublicJwks
+  subject_type?: 'pairwise'
+  scope?: string
 }
 
-interface ClientRow { client_id: string; name: string; redirect_uris: string; sealed_secret: string | null; created_at: number }
+interface ClientRow {
+  client_id: string; name: string; redirect_uris: string; sealed_secret: string | null; created_at: number
+  grant_type: CamaraGrantType | null; jwks: string | null; scope: string | null
+}
 
 const CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const NAME = /^[\p{L}\p{N}][\p{L}\p{N} .,&'()_-]{0,63}$/u
 const MAX_REDIRECT_URIS = 10
 export const CLIENT_CHANGED = (clientId: string) => `client:${clientId}`
+/** The one client authentication of a CAMARA client, and of no login client: what tells the two apart in the provider. */
+export const CAMARA_CLIENT_AUTH = 'private_key_jwt'
+const LOGIN_GRANT_TYPES = ['authorization_code', 'implicit']
 
 export function metadataOf(client: { clientId: string; name: string; redirectUris: string[] }, secret: string | null): ClientMetadata {
   return {
@@ -56,6 +90,30 @@ export function metadataOf(client: { clientId: string; name: string; redirectUri
     token_endpoint_auth_method: secret === null ? 'none' : 'client_secret_basic',
     id_token_signed_response_alg: 'RS256',
     ...(secret === null ? {} : { client_secret: secret }),
+  }
+}
+
+/**
+ * A CAMARA client's metadata: private_key_jwt with its keys; two-legged, no redirect and no
+ * authorization endpoint; three-legged, the code flow only (PKCE is required of every client)
+ * and pairwise subjects (CAMARA: an ID token's sub must not be a global identifier; the
+ * provider's pairwiseIdentifier). Its CAMARA scopes are not OIDC scopes: the provider serves
+ * them as the API's resource server scopes, checked against `scope` by its own steps; only
+ * openid is client metadata (so profile, phone and email are refused at the authorization endpoint).
+ */
+export function camaraMetadataOf(client: { clientId: string; name: string; redirectUris: string[] }, grantType: CamaraGrantType, jwks: PublicJwks, scopes: readonly string[]): ClientMetadata {
+  const threeLegged = grantType === 'authorization_code'
+  return {
+    client_id: client.clientId,
+    client_name: client.name,
+    redirect_uris: threeLegged ? client.redirectUris : [],
+    response_types: threeLegged ? ['code'] : [],
+    grant_types: [grantType],
+    token_endpoint_auth_method: CAMARA_CLIENT_AUTH,
+    id_token_signed_response_alg: 'RS256',
+    jwks,
+    ...(threeLegged ? { subject_type: 'pairwise' as const } : {}),
+    ...(threeLegged && scopes.includes('openid') ? { scope: 'openid' } : {}),
   }
 }
 
@@ -74,14 +132,25 @@ export class Clients {
     return this.#builtIn.clientId
   }
 
-  async add(input: { name: string; redirectUris: string[]; clientId?: string; confidential?: boolean }): Promise<{ client: OidcClient; secret: string | null }> {
+  async add(input: NewClient): Promise<{ client: OidcClient; secret: string | null }> {
     if (!NAME.test(input.name)) throw new ValidationError('name: 1-64 letters, digits, spaces and .,&\'()_-', { field: 'name' })
     const clientId = input.clientId ?? `cl_${randomBytes(12).toString('hex')}`
     if (!CLIENT_ID.test(clientId)) throw new ValidationError('clientId: 1-64 of A-Z a-z 0-9 . _ : -', { field: 'clientId' })
     const audience = claimProblem('clientId', clientId, ZKLOGIN_LIMITS.aud)
     if (audience !== null) throw new ValidationError(audience, { field: 'clientId' })
-    const uris = [...new Set(input.redirectUris.map(checkRedirectUri))]
-    if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) throw new ValidationError(`1 to ${MAX_REDIRECT_URIS} redirect URIs`, { field: 'redirectUris' })
+    const camara = input.grantType === undefined ? null : this.#camaraFields(clientId, input)
+    if (camara === null && (input.jwks !== undefined || input.scope !== undefined)) {
+      throw new ValidationError('jwks and scope are for CAMARA clients: give the grant type (client_credentials or authorization_code)', { field: 'grantType' })
+    }
+    const uris = [...new Set((input.redirectUris ?? []).map(checkRedirectUri))]
+    const noUris = camara?.grantType === 'client_credentials'
+    if (noUris ? uris.length > 0 : uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
+      throw new ValidationError(noUris ? 'a client_credentials client has no redirect URI' : `1 to ${MAX_REDIRECT_URIS} redirect URIs`, { field: 'redirectUris' })
+    }
+    // Pairwise subjects are computed per client, but the library also wants one host for them (else a sector_identifier_uri).
+    if (camara !== null && new Set(uris.map((uri) => new URL(uri).host)).size > 1) {
+      throw new ValidationError('the redirect URIs of a CAMARA client must all be on one host', { field: 'redirectUris' })
+    }
     if (clientId === this.#builtIn.clientId && input.confidential) {
       throw new ValidationError(`${clientId} is the built-in public client (ZKLOGIN_CLIENT_ID): it takes redirect URIs, not a secret`, { field: 'confidential' })
     }
@@ -89,8 +158,9 @@ export class Clients {
     const now = Date.now()
     try {
       await this.#db.transaction(async (tx) => {
-        await tx.run('INSERT INTO oidc_clients (client_id, name, redirect_uris, sealed_secret, created_at) VALUES ($1, $2, $3, $4, $5)',
-          [clientId, input.name, JSON.stringify(uris), secret === null ? null : this.#box().seal(secret), now])
+        await tx.run('INSERT INTO oidc_clients (client_id, name, redirect_uris, sealed_secret, created_at, grant_type, jwks, scope) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+          [clientId, input.name, JSON.stringify(uris), secret === null ? null : this.#box().seal(secret), now,
+            camara?.grantType ?? null, camara === null ? null : JSON.stringify(camara.jwks), camara?.scopes.join(' ') ?? null])
         await signalChange(tx, ACCOUNTS_TOPIC, CLIENT_CHANGED(clientId))
       })
     } catch (err) {
@@ -99,6 +169,18 @@ export class Clients {
     }
     const client = (await this.get(clientId))!
     return { client, secret }
+  }
+
+  /** A CAMARA client's grant, keys and scopes, checked; refused for the built-in client and with a secret. */
+  #camaraFields(clientId: string, input: NewClient): { grantType: CamaraGrantType; jwks: PublicJwks; scopes: string[] } {
+    const grantType = input.grantType!
+    if (grantType !== 'client_credentials' && grantType !== 'authorization_code') {
+      throw new ValidationError('grantType: client_credentials or authorization_code', { field: 'grantType' })
+    }
+    if (clientId === this.#builtIn.clientId) throw new ValidationError(`${clientId} is the built-in login client: a CAMARA client needs its own ID`, { field: 'clientId' })
+    if (input.confidential) throw new ValidationError('a CAMARA client authenticates with its keys (private_key_jwt), not a secret', { field: 'confidential' })
+    if (input.jwks === undefined) throw new ValidationError('jwks is required for a CAMARA client: the public keys of its private_key_jwt assertions', { field: 'jwks' })
+    return { grantType, jwks: checkJwks(input.jwks), scopes: checkRegisteredScope(grantType, input.scope) }
   }
 
   async list(): Promise<OidcClient[]> {
@@ -120,6 +202,7 @@ export class Clients {
       const client = {
         clientId, name: row?.name ?? 'KNS approvals', redirectUris: [...new Set([this.#builtIn.redirectUri, ...extra])],
         confidential: false, builtIn: true, createdAt: row === undefined ? null : Number(row.created_at),
+        grantTypes: LOGIN_GRANT_TYPES, scope: null, keyIds: [],
       }
       return { client, row }
     }
@@ -130,9 +213,13 @@ export class Clients {
   async metadata(clientId: string): Promise<ClientMetadata | undefined> {
     const found = await this.#find(clientId)
     if (found === null) return undefined
-    const sealed = found.client.confidential ? found.row?.sealed_secret : null
+    const row = found.row
     // A URI stored before today's rules (redirect-uris.ts) is not served; the built-in one comes from PUBLIC_BASE_URL.
     const redirectUris = found.client.redirectUris.filter((uri) => uri === this.#builtIn.redirectUri || redirectUriProblem(uri) === null)
+    if (row?.grant_type != null && !found.client.builtIn) {
+      return camaraMetadataOf({ ...found.client, redirectUris }, row.grant_type, JSON.parse(row.jwks!) as PublicJwks, (row.scope ?? '').split(' '))
+    }
+    const sealed = found.client.confidential ? found.row?.sealed_secret : null
     return metadataOf({ ...found.client, redirectUris }, sealed ? this.#box().open(sealed) : null)
   }
 
@@ -149,10 +236,21 @@ export class Clients {
     }
   }
 
+  /** The client's CAMARA registration, or null for a login client or none. */
+  async camara(clientId: string): Promise<CamaraClient | null> {
+    if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId) || clientId === this.#builtIn.clientId) return null
+    const row = await this.#db.get<Pick<ClientRow, 'grant_type' | 'scope'>>('SELECT grant_type, scope FROM oidc_clients WHERE client_id = $1', [clientId])
+    if (row?.grant_type == null) return null
+    return { clientId, grantType: row.grant_type, scopes: new Set((row.scope ?? '').split(' ').filter(Boolean)) }
+  }
+
   #fromRow(row: ClientRow): OidcClient {
+    const jwks = row.jwks === null ? null : (JSON.parse(row.jwks) as PublicJwks)
     return {
       clientId: row.client_id, name: row.name, redirectUris: JSON.parse(row.redirect_uris) as string[],
       confidential: row.sealed_secret !== null, builtIn: false, createdAt: Number(row.created_at),
+      grantTypes: row.grant_type === null ? LOGIN_GRANT_TYPES : [row.grant_type], scope: row.scope,
+      keyIds: jwks === null ? [] : jwks.keys.map((k) => String(k.kid)),
     }
   }
 }

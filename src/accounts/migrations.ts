@@ -89,4 +89,17 @@ export const ACCOUNTS_MIGRATIONS: Migration[] = [
       'CREATE INDEX login_known_requesters_age ON login_known_requesters (logged_in_at)',
     ],
   },
+  {
+    version: 22,
+    name: 'accounts: CAMARA clients (client credentials or authorization code, private_key_jwt): grant type, public keys, registered scopes',
+    up: [
+      // Null for the login (zkLogin) clients registered before, which keep their metadata as it was;
+      // 'client_credentials' or 'authorization_code' for a CAMARA client (src/accounts/camara-clients.ts).
+      'ALTER TABLE oidc_clients ADD COLUMN grant_type TEXT',
+      // The client's JSON Web Key Set, public keys only (checked at registration): what its private_key_jwt assertions verify with.
+      'ALTER TABLE oidc_clients ADD COLUMN jwks TEXT',
+      // The scopes it may ask for, space-separated: CAMARA scopes, the purpose, and openid for a three-legged client.
+      'ALTER TABLE oidc_clients ADD COLUMN scope TEXT',
+    ],
+  },
 ]

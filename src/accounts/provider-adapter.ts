@@ -15,7 +15,11 @@ interface PayloadRow { payload: string; expires_at: number | null; consumed_at: 
 const SWEEP_GRACE_MS = 3600_000
 
 export function adapterFactory(db: Database, clients: Clients, now: () => number = Date.now): (model: string) => Adapter {
-  return (model: string) => (model === 'Client' ? new ClientAdapter(clients) : new PayloadAdapter(db, model, now))
+  return (model: string) => {
+    if (model === 'Client') return new ClientAdapter(clients)
+    if (model === 'ReplayDetection') return new ReplayDetectionAdapter(db, model, now)
+    return new PayloadAdapter(db, model, now)
+  }
 }
 
 export class PayloadAdapter implements Adapter {
@@ -80,6 +84,35 @@ export class PayloadAdapter implements Adapter {
     if (row.expires_at !== null && Number(row.expires_at) <= this.#now()) return undefined
     const payload = JSON.parse(row.payload) as AdapterPayload
     return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(Number(row.consumed_at) / 1000) }
+  }
+}
+
+/**
+ * The client assertions' `jti`s seen (private_key_jwt: each assertion is used once). The library
+ * looks the jti up and then saves it: two requests carrying the same assertion together would
+ * both find nothing and both pass. Here the save is the check: an insert that changes no row
+ * when the jti is recorded and unexpired, refused as the library refuses a replay
+ * (invalid_client), so exactly one of them gets a token, on either engine.
+ */
+export class ReplayDetectionAdapter extends PayloadAdapter {
+  readonly #db: Database
+  readonly #now: () => number
+
+  constructor(db: Database, model: string, now: () => number) {
+    super(db, model, now)
+    this.#db = db
+    this.#now = now
+  }
+
+  override async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+    const now = this.#now()
+    const expiresAt = now + Math.max(1, expiresIn) * 1000
+    const recorded = await this.#db.run(`INSERT INTO oidc_payloads (model, id, payload, grant_id, uid, user_code, expires_at, consumed_at)
+      VALUES ('ReplayDetection', $1, $2, NULL, NULL, NULL, $3, NULL)
+      ON CONFLICT (model, id) DO UPDATE SET payload = excluded.payload, expires_at = excluded.expires_at
+      WHERE oidc_payloads.expires_at <= $4`,
+    [id, JSON.stringify(payload), expiresAt, now])
+    if (recorded !== 1) throw new errors.InvalidClientAuth('client assertion tokens must only be used once')
   }
 }
 

@@ -9,7 +9,9 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { DatabaseUnavailableError } from '../errors.ts'
 import { needsJsonEscape } from '../lib/zklogin-limits.ts'
 import { findAccountClaims } from './account-claims.ts'
+import { camaraConfiguration, loadGrant } from './camara-provider.ts'
 import type { Clients } from './clients.ts'
+import type { PairwiseSubjects } from './pairwise-subjects.ts'
 import { adapterFactory } from './provider-adapter.ts'
 import { KEYS_CHANGED, type SigningKeys } from './signing-keys.ts'
 
@@ -18,13 +20,16 @@ import { KEYS_CHANGED, type SigningKeys } from './signing-keys.ts'
  * user's zkLogin identity, served at the path of ZKLOGIN_ISSUER. Authorization code with PKCE
  * (S256) and the implicit id_token flow with a required nonce (what zkLogin uses); clients
  * registered by the operator; all state in our database; RS256 keys from SigningKeys. Logging
- * in is our interaction (a code sent to the number, src/accounts/login-codes.ts).
+ * in is our interaction (a code sent to the number, src/accounts/login-codes.ts). CAMARA
+ * clients (client credentials, or the code flow with a consent step) get JWT access tokens for
+ * the CAMARA APIs: src/accounts/camara-provider.ts.
  */
 export interface LoginProviderDeps {
   config: Config
   db: Database
   keys: SigningKeys
   clients: Clients
+  subjects: PairwiseSubjects
   secret: () => Buffer
 }
 
@@ -117,7 +122,8 @@ export class LoginProvider {
   }
 
   #configuration(keys: object[]): Configuration {
-    const { db, clients, secret } = this.#deps
+    const { db, clients, secret, config, subjects } = this.#deps
+    const camara = camaraConfiguration({ publicBaseUrl: config.publicBaseUrl, clients, subjects })
     const interactionBase = `${new URL(this.issuer).origin}${this.mountPath}/interaction`
     return {
       adapter: adapterFactory(db, clients),
@@ -140,7 +146,9 @@ export class LoginProvider {
       ttl: {
         AuthorizationCode: 60,
         IdToken: 600,
-        AccessToken: 600,
+        // A CAMARA token's lifetime is its resource server's (camara-provider.ts); a login client's is 600 s as before.
+        AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 600,
+        ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 600,
         Interaction: 900,
         Session: 24 * 3600,
         Grant: 14 * 24 * 3600,
@@ -153,19 +161,16 @@ export class LoginProvider {
         introspection: { enabled: false },
         registration: { enabled: false },
         claimsParameter: { enabled: false },
+        ...camara.features,
       },
+      enabledJWA: camara.enabledJWA,
+      assertJwtClientAuthClaimsAndHeader: camara.assertJwtClientAuthClaimsAndHeader,
+      subjectTypes: camara.subjectTypes,
+      pairwiseIdentifier: camara.pairwiseIdentifier,
       interactions: { url: (_ctx, interaction) => `${interactionBase}/${interaction.uid}` },
-      // Every client is the operator's own: the scopes it asks for are granted without a consent screen.
-      async loadExistingGrant(ctx: KoaContextWithOIDC) {
-        const { client, session, provider } = ctx.oidc
-        if (client === undefined || session?.accountId === undefined) return undefined
-        const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId)
-        const grant = (grantId === undefined ? undefined : await provider.Grant.find(grantId))
-          ?? new provider.Grant({ clientId: client.clientId, accountId: session.accountId })
-        grant.addOIDCScope(SCOPES)
-        await grant.save()
-        return grant
-      },
+      // Every login client is the operator's own: the scopes it asks for are granted without a
+      // consent screen. A CAMARA client's are not: its user consents (camara-provider.ts).
+      loadExistingGrant: (ctx: KoaContextWithOIDC) => loadGrant(ctx, SCOPES),
       extraParams: {
         // The nonce becomes a claim the zkLogin circuit reads raw: refuse what it could not prove.
         nonce(_ctx: KoaContextWithOIDC, value: string | undefined) {

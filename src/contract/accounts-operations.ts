@@ -2,10 +2,10 @@
  * Each operation of the login provider's interaction, the zkLogin salt and prover, and the
  * login clients' administration: its schemas, each with one realistic example (see api-operations.ts).
  */
-import { exemplified, exemplifiedParams } from './examples.ts'
+import { alsoExemplified, exemplified, exemplifiedParams } from './examples.ts'
 import {
-  CreatedOidcClient, EpochResponse, InteractionDetails, InteractionParams, LoginRequest, NewOidcClient, OidcClient, OidcClientList, OidcClientParams,
-  ProveRequest, ProveResponse, RedirectResponse, SaltRequest, SaltResponse, SendCodeRequest, SendCodeResponse,
+  ConsentRequest, CreatedOidcClient, EpochResponse, InteractionDetails, InteractionParams, LoginRequest, NewOidcClient, OidcClient, OidcClientList,
+  OidcClientParams, ProveRequest, ProveResponse, RedirectResponse, SaltRequest, SaltResponse, SendCodeRequest, SendCodeResponse,
 } from './accounts-schemas.ts'
 
 const UID = exemplifiedParams(InteractionParams, { uid: '_BDNCA19RHI5gzIX-1jIyg' })
@@ -14,7 +14,12 @@ const ID_TOKEN = 'eyJhbGciOiJSUzI1NiIsImtpZCI6ImtuczEifQ.eyJpc3MiOiJodHRwczovL2t
 const CONTINUE = { summary: 'Where the browser goes on', value: { redirectTo: 'https://kns.example.com/oidc/auth/_BDNCA19RHI5gzIX-1jIyg' } }
 const CLIENT = {
   clientId: 'acme-bank-web', name: 'Acme Bank online banking', redirectUris: ['https://bank.example.com/login/callback'],
-  confidential: true, builtIn: false, createdAt: '2026-11-02T10:12:09.551Z',
+  confidential: true, builtIn: false, createdAt: '2026-11-02T10:12:09.551Z', grantTypes: ['authorization_code', 'implicit'], scope: null, keyIds: [],
+}
+const CAMARA_SCOPE = 'sim-swap:check sim-swap:retrieve-date dpv:FraudPreventionAndDetection'
+const CAMARA_CLIENT = {
+  clientId: 'acme-bank-fraud', name: 'Acme Bank fraud checks', redirectUris: [], confidential: false, builtIn: false,
+  createdAt: '2026-11-20T08:41:55.102Z', grantTypes: ['client_credentials'], scope: CAMARA_SCOPE, keyIds: ['acme-2026-11'],
 }
 
 /** GET /oidc/interaction/{uid}/details */
@@ -24,6 +29,13 @@ export const InteractionInfo = {
     summary: 'A login asked for by a client',
     value: { uid: '_BDNCA19RHI5gzIX-1jIyg', prompt: 'login', client: { clientId: 'kns', name: 'KNS approvals' }, expiresAt: '2026-11-28T09:24:02.000Z' },
   }),
+}
+
+/** POST /oidc/interaction/{uid}/consent */
+export const GiveConsent = {
+  params: UID,
+  body: exemplified(ConsentRequest, { summary: 'The user allows the client', value: { decision: 'approve' } }),
+  answer: exemplified(RedirectResponse, CONTINUE),
 }
 
 /** POST /oidc/interaction/{uid}/code */
@@ -83,11 +95,18 @@ export const ZkLoginProve = {
 
 /** POST /api/v1/admin/oidc/clients */
 export const AddOidcClient = {
-  body: exemplified(NewOidcClient, {
+  body: alsoExemplified(exemplified(NewOidcClient, {
     summary: 'A bank\'s web login, with a secret',
     value: { name: 'Acme Bank online banking', redirectUris: ['https://bank.example.com/login/callback'], clientId: 'acme-bank-web', confidential: true },
+  }), 'camara', {
+    summary: 'A bank\'s two-legged CAMARA client, with its public key',
+    value: {
+      name: 'Acme Bank fraud checks', clientId: 'acme-bank-fraud', grantType: 'client_credentials', scope: CAMARA_SCOPE,
+      jwks: { keys: [{ kty: 'EC', crv: 'P-256', kid: 'acme-2026-11', use: 'sig', alg: 'ES256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0' }] },
+    },
   }),
-  answer: exemplified(CreatedOidcClient, { summary: 'The client and its secret, shown once', value: { ...CLIENT, clientSecret: 'k3Qm9Zt2vXbE8rLw4NcYp7HsJd1FgAu6' } }),
+  answer: alsoExemplified(exemplified(CreatedOidcClient, { summary: 'The client and its secret, shown once', value: { ...CLIENT, clientSecret: 'k3Qm9Zt2vXbE8rLw4NcYp7HsJd1FgAu6' } }),
+    'camara', { summary: 'A CAMARA client (no secret: it signs with its key)', value: { ...CAMARA_CLIENT, clientSecret: null } }),
 }
 
 /** GET /api/v1/admin/oidc/clients */
@@ -96,8 +115,9 @@ export const ListOidcClients = {
     summary: 'The built-in client and one more',
     value: {
       clients: [
-        { clientId: 'kns', name: 'KNS approvals', redirectUris: ['https://kns.example.com/approve'], confidential: false, builtIn: true, createdAt: null },
+        { clientId: 'kns', name: 'KNS approvals', redirectUris: ['https://kns.example.com/approve'], confidential: false, builtIn: true, createdAt: null, grantTypes: ['authorization_code', 'implicit'], scope: null, keyIds: [] },
         CLIENT,
+        CAMARA_CLIENT,
       ],
     },
   }),

@@ -18,6 +18,12 @@ export function exemplified<T extends TSchema>(schema: T, example: Example<Stati
   return { ...schema, [EXAMPLES_KEYWORD]: { example } }
 }
 
+/** An exemplified `schema` with one more named example: a body that takes distinct shapes (a login or a CAMARA client). */
+export function alsoExemplified<T extends TSchema>(schema: T, name: string, example: Example<Static<T>>): T {
+  const given = (schema as Record<string, unknown>)[EXAMPLES_KEYWORD] as Record<string, Example<Static<T>>> | undefined
+  return { ...schema, [EXAMPLES_KEYWORD]: { ...given, [name]: example } }
+}
+
 /** A querystring or path schema with an example value for each parameter named in `values`. */
 export function exemplifiedParams<T extends TObject>(schema: T, values: Partial<Static<T>>): T {
   const given = values as Record<string, unknown>

@@ -3,7 +3,9 @@
  * provider sends the browser here to log in, the page asks for the number, then for the code
  * texted to it (the JSON steps of src/http/routes/accounts.ts, tied to this browser by the
  * provider's interaction cookie), and hands the browser back to the provider with `redirectTo`.
- * Nothing here knows whether the number has an account: the service answers alike.
+ * Nothing here knows whether the number has an account: the service answers alike. For a CAMARA
+ * client (a bank checking the number for fraud) the provider then asks for consent: the page
+ * names the client, what it will learn about the number and why, and sends the answer.
  */
 import '../shared/base.css'
 import '../shared/card.css'
@@ -11,7 +13,9 @@ import './login.css'
 import { ApiError, getJson, postJson } from '../shared/api.ts'
 import { normalizePhone } from './phone-input.ts'
 
-interface LoginDetails { uid: string; prompt: string; client: { clientId: string; name: string }; expiresAt: string }
+interface DescribedScope { scope: string; description: string }
+interface ConsentAsked { scopes: DescribedScope[]; purpose: DescribedScope }
+interface LoginDetails { uid: string; prompt: string; client: { clientId: string; name: string }; expiresAt: string; consent?: ConsentAsked | null }
 interface CodeSent { sentTo: string; expiresInS: number; resendAfterS: number }
 
 const base = location.pathname.replace(/\/+$/, '')
@@ -47,7 +51,7 @@ function showError(text: string | null, field?: 'phone' | 'code'): void {
 function setBusy(on: boolean, text = ''): void {
   busy = on
   el('progress').textContent = text
-  for (const id of ['send', 'log-in', 'resend', 'other-number', 'cancel']) el(id).setAttribute('aria-disabled', String(on))
+  for (const id of ['send', 'log-in', 'resend', 'other-number', 'cancel', 'allow', 'refuse']) el(id).setAttribute('aria-disabled', String(on))
 }
 
 function showStep(step: 'number' | 'code'): void {
@@ -62,7 +66,7 @@ function showFinal(heading: string, text: string): void {
   finishLoading()
   otpWait?.abort()
   clearInterval(resendTimer)
-  for (const id of ['number-step', 'code-step', 'cancel-line', 'error']) el(id).hidden = true
+  for (const id of ['number-step', 'code-step', 'consent-step', 'cancel-line', 'error']) el(id).hidden = true
   el('progress').textContent = ''
   el('final-heading').textContent = heading
   el('final-text').textContent = text
@@ -162,11 +166,40 @@ async function cancel(): Promise<void> {
   }
 }
 
+/** The consent step: the client, what it asks in words, the purpose; the list is built as text, never as HTML. */
+function showConsent(client: string, asked: ConsentAsked): void {
+  el('consent-heading').textContent = `Allow ${client} to check your phone number?`
+  const list = el('consent-scopes')
+  list.replaceChildren(...asked.scopes.map((s) => {
+    const item = document.createElement('li')
+    item.textContent = s.description
+    return item
+  }))
+  el('consent-purpose').textContent = asked.purpose.description
+  el('consent-step').hidden = false
+  el('consent-heading').focus()
+}
+
+async function decide(decision: 'approve' | 'deny'): Promise<void> {
+  if (busy) return
+  setBusy(true, decision === 'approve' ? 'Allowing…' : 'Going back…')
+  showError(null)
+  try {
+    const { body } = await postJson<{ redirectTo: string }>(`${base}/consent`, { decision }, withCookies)
+    location.assign(body.redirectTo)
+  } catch (err) {
+    setBusy(false)
+    if (err instanceof ApiError && err.status === 404) return EXPIRED()
+    showError(err instanceof Error && err.message ? err.message : 'Something went wrong. Please try again.')
+  }
+}
+
 async function start(): Promise<void> {
   try {
     const { body } = await getJson<LoginDetails>(`${base}/details`, withCookies)
     for (const node of document.querySelectorAll('[data-field="client"]')) node.textContent = `To continue to ${body.client.name}`
     finishLoading()
+    if (body.prompt === 'consent' && body.consent) return showConsent(body.client.name, body.consent)
     showStep('number')
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) return EXPIRED()
@@ -193,4 +226,6 @@ el('other-number').addEventListener('click', () => {
   showStep('number')
 })
 el('cancel').addEventListener('click', () => void cancel())
+el('allow').addEventListener('click', () => void decide('approve'))
+el('refuse').addEventListener('click', () => void decide('deny'))
 void start()

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { consentAsked, grantConsent } from '../../accounts/consent.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
 import { canonicalPhone, maskPhone } from '../../identity/phone.ts'
 import { MAX_EPOCH_UPPER_BOUND_DELTA } from '../../ledger/zklogin/verify-clear.ts'
@@ -11,7 +12,7 @@ import { LOGIN_PAGE_FILE, pageHandler } from './pages.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
 import { InteractionParams } from '../../contract/accounts-schemas.ts'
 import {
-  AbortLogin, CurrentEpoch, InteractionInfo, LoginWithCode, SendLoginCode, ZkLoginProve, ZkLoginSalt,
+  AbortLogin, CurrentEpoch, GiveConsent, InteractionInfo, LoginWithCode, SendLoginCode, ZkLoginProve, ZkLoginSalt,
 } from '../../contract/accounts-operations.ts'
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
@@ -22,7 +23,8 @@ const PROVE_PER_MINUTE = 10
 /**
  * The login provider over HTTP: oidc-provider answers everything under the issuer's path
  * (discovery, JWKS, authorization, token, userinfo, logout), except the interaction, which is
- * ours: the login page and its JSON steps (send a code, check it). Then the zkLogin steps a
+ * ours: the login page and its JSON steps (send a code, check it; for a CAMARA client, consent
+ * to what it asks about the number, and why). Then the zkLogin steps a
  * page or a wallet takes after logging in: the current epoch, the salt, the proof.
  */
 export async function accountsRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
@@ -78,6 +80,7 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     return {
       uid: details.uid, prompt: details.prompt.name, client: { clientId, name: client?.name ?? clientId },
       expiresAt: new Date(details.exp * 1000).toISOString(),
+      ...(details.prompt.name === 'consent' ? { consent: consentAsked(details) } : {}),
     }
   })
 
@@ -113,6 +116,27 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
     const redirectTo = await accounts.provider.provider.interactionResult(request.raw, reply.raw, {
       login: { accountId: userId, amr: ['sms', 'otp'], remember: false },
     }, { mergeWithLastSubmission: false })
+    reply.header('cache-control', 'no-store')
+    return { redirectTo }
+  })
+
+  app.post(`${mount}/interaction/:uid/consent`, {
+    onRequest: ipLimit,
+    bodyLimit: BODY_LIMITS.small,
+    schema: {
+      tags, summary: 'Allow or refuse what a CAMARA client asks (after logging in)',
+      description: 'Only when the login asks for consent (`prompt: consent` in its details). `approve` grants the scopes and purpose the details listed; ' +
+        '`deny` sends the client access_denied. `redirectTo` continues the authorization either way.',
+      params: GiveConsent.params, body: GiveConsent.body, response: withErrors({ 200: GiveConsent.answer }),
+    },
+  }, async (request, reply) => {
+    const details = await interaction(request, reply)
+    if (consentAsked(details) === null) throw new ValidationError('this login does not ask for consent')
+    const { provider } = accounts.provider
+    const result = request.body.decision === 'approve'
+      ? { consent: { grantId: await grantConsent(provider, details) } }
+      : { error: 'access_denied', error_description: 'the user did not allow the client' }
+    const redirectTo = await provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: true })
     reply.header('cache-control', 'no-store')
     return { redirectTo }
   })

@@ -8,7 +8,10 @@ import { withErrors } from '../../contract/api-schemas.ts'
 import { AddOidcClient, ListOidcClients, RemoveOidcClient } from '../../contract/accounts-operations.ts'
 
 function present(c: Client) {
-  return { clientId: c.clientId, name: c.name, redirectUris: c.redirectUris, confidential: c.confidential, builtIn: c.builtIn, createdAt: c.createdAt === null ? null : new Date(c.createdAt).toISOString() }
+  return {
+    clientId: c.clientId, name: c.name, redirectUris: c.redirectUris, confidential: c.confidential, builtIn: c.builtIn,
+    createdAt: c.createdAt === null ? null : new Date(c.createdAt).toISOString(), grantTypes: c.grantTypes, scope: c.scope, keyIds: c.keyIds,
+  }
 }
 
 /** `kns oidc client ...` as admin routes: the login provider's relying parties, under the `admin` scope. */
@@ -20,10 +23,12 @@ export async function adminOidcRoutes(fastify: FastifyInstance, { service }: { s
 
   app.post('/api/v1/admin/oidc/clients', {
     onRequest: guard,
-    bodyLimit: BODY_LIMITS.small,
+    // A CAMARA client's JWKS (a few public keys, up to 16 KiB) is the largest part.
+    bodyLimit: BODY_LIMITS.text,
     schema: {
       tags, security: API_KEY_SECURITY, summary: 'Register a relying party of the login provider',
-      description: 'Exact redirect URIs (https; http only on localhost), refused when browsers and RFC 3986 parsers could read them differently. A confidential client\'s secret is in this answer only.',
+      description: 'Exact redirect URIs (https; http only on localhost), refused when browsers and RFC 3986 parsers could read them differently. A confidential client\'s secret is in this answer only. ' +
+        'With `grantType` a CAMARA client: `jwks` (its public keys) and `scope` required; client_credentials takes no redirect URI; authorization_code takes redirect URIs on one host.',
       body: AddOidcClient.body, response: withErrors({ 201: AddOidcClient.answer }),
     },
   }, async (request, reply) => {
