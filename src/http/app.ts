@@ -22,9 +22,11 @@ import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { adminOidcRoutes } from './routes/admin-oidc.ts'
+import { camaraRoutes } from './camara/plugin.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
+import { CamaraErrorInfo } from '../contract/camara-schemas.ts'
 import { EXAMPLES_KEYWORD } from '../contract/examples.ts'
 
 export const BODY_LIMIT = 64 * 1024
@@ -125,6 +127,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   })
 
   app.addSchema(ErrorBody)
+  app.addSchema(CamaraErrorInfo)
   registerErrorHandling(app)
   // `transaction_details?wait=` can hold a request for a minute: on shutdown every wait answers
   // at once (with the approval's current state), so closing does not wait them out.
@@ -147,5 +150,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(adminWebhookRoutes, { service })
   await app.register(accountsRoutes, { service })
   await app.register(adminOidcRoutes, { service })
+  // Encapsulated: CAMARA's error shape and x-correlator on its routes only.
+  await app.register(camaraRoutes, { service })
   return app
 }

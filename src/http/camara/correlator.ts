@@ -1,0 +1,31 @@
+/**
+ * `x-correlator` (Commonalities 0.6): a client's correlation ID, checked against CAMARA's
+ * pattern and echoed on every answer of the CAMARA routes, errors included. An invalid one is
+ * 400 INVALID_ARGUMENT, and is not echoed (it is not a value the header may carry).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { CamaraError } from '../../camara/camara-error.ts'
+import { X_CORRELATOR_PATTERN } from '../../contract/camara-schemas.ts'
+
+const X_CORRELATOR = new RegExp(X_CORRELATOR_PATTERN)
+
+/** The request's correlator when it is a valid one; undefined when absent, or sent twice, or not valid. */
+function validCorrelator(request: FastifyRequest): string | undefined {
+  const value = request.headers['x-correlator']
+  return typeof value === 'string' && X_CORRELATOR.test(value) ? value : undefined
+}
+
+/** onRequest, first of a route's checks: a correlator that is sent must be valid. */
+export async function checkCorrelator(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  const value = request.headers['x-correlator']
+  if (value !== undefined && validCorrelator(request) === undefined) {
+    throw new CamaraError(400, 'INVALID_ARGUMENT', 'The x-correlator header is not valid: up to 256 of letters, digits and - _ : ; . / < > { }.')
+  }
+}
+
+/** onSend of every CAMARA answer: the correlator back, as sent. */
+export function echoCorrelator(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  const value = validCorrelator(request)
+  if (value !== undefined && value !== '') reply.header('x-correlator', value)
+  done(null, payload)
+}
