@@ -22,7 +22,7 @@ import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { adminOidcRoutes } from './routes/admin-oidc.ts'
-import { camaraRoutes } from './camara/plugin.ts'
+import { camaraFrameworkErrors, camaraRoutes } from './camara/plugin.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
@@ -84,7 +84,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     // Admission's gate answers requests that arrive while the server closes (503 in the error
     // shape, with Retry-After); Fastify's own answer had neither.
     return503OnClosing: false,
-    ...transportOptions(service.config, (path, method) => guardOf(path, method)),
+    ...transportOptions(service.config, (path, method) => guardOf(path, method), camaraFrameworkErrors),
   })
   const guardOf: GuardOf = trackRouteGuards(app)
   // Before every hook: a request refused by admission is traced too.

@@ -94,7 +94,7 @@ test('400 OUT_OF_RANGE: a maxAge outside 1-2400', async () => {
   }
 })
 
-test('x-correlator: echoed on answers and errors; an invalid one is 400 INVALID_ARGUMENT, before the token is looked at', async () => {
+test('x-correlator: echoed on answers and errors; an invalid one is 400 INVALID_ARGUMENT, after the token is checked', async () => {
   const correlator = 'b4333c46-49c0-4f62-80d7-f0ef930f1c46:{a}/<b>;c.d_e'
   const ok = await post('/sim-swap/v2/check', { headers: { 'x-correlator': correlator } })
   assert.equal(ok.statusCode, 200)
@@ -105,10 +105,12 @@ test('x-correlator: echoed on answers and errors; an invalid one is 400 INVALID_
   assert.equal((await h.app.inject({ method: 'GET', url: '/sim-swap/v2/nowhere', headers: { 'x-correlator': 'abc' } })).headers['x-correlator'], 'abc')
   assert.equal((await post('/sim-swap/v2/check')).headers['x-correlator'], undefined)
   for (const bad of ['has space', 'x'.repeat(257), 'quote"d', 'ünï']) {
-    const res = await h.app.inject({ method: 'POST', url: '/sim-swap/v2/check', headers: { 'x-correlator': bad }, payload: { phoneNumber: PHONE } })
+    const res = await post('/sim-swap/v2/check', { headers: { 'x-correlator': bad } })
     assertCamaraError(res, 400, 'INVALID_ARGUMENT')
     assert.equal(res.headers['x-correlator'], undefined)
   }
+  const anonymous = await h.app.inject({ method: 'POST', url: '/sim-swap/v2/check', headers: { 'x-correlator': 'has space' }, payload: {} })
+  assertCamaraError(anonymous, 401, 'UNAUTHENTICATED')
 })
 
 test('404 NOT_FOUND for an unknown path under the prefixes, 405 METHOD_NOT_ALLOWED with Allow for a wrong method', async () => {
@@ -120,6 +122,17 @@ test('404 NOT_FOUND for an unknown path under the prefixes, 405 METHOD_NOT_ALLOW
     assertCamaraError(res, 405, 'METHOD_NOT_ALLOWED')
     assert.equal(res.headers.allow, 'POST')
   }
+})
+
+test('a URL that does not decode under the prefixes: CAMARA\'s 400 INVALID_ARGUMENT, the correlator echoed', async () => {
+  for (const url of ['/sim-swap/v2/check%ZZ', '/device-swap/v1/%ZZ']) {
+    assertCamaraError(await h.app.inject({ method: 'POST', url, payload: {} }), 400, 'INVALID_ARGUMENT')
+    const res = await post(url, { headers: { 'x-correlator': 'corr-1' } })
+    assertCamaraError(res, 400, 'INVALID_ARGUMENT')
+    assert.equal(res.headers['x-correlator'], 'corr-1')
+  }
+  // Elsewhere, the service's shape as before.
+  assert.equal((await h.app.inject({ method: 'GET', url: '/numsys/transaction_details%ZZ' })).json().code, 'INVALID_REQUEST')
 })
 
 test('415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON', async () => {

@@ -10,12 +10,15 @@ import { X_CORRELATOR_PATTERN } from '../../contract/camara-schemas.ts'
 const X_CORRELATOR = new RegExp(X_CORRELATOR_PATTERN)
 
 /** The request's correlator when it is a valid one; undefined when absent, or sent twice, or not valid. */
-function validCorrelator(request: FastifyRequest): string | undefined {
+export function validCorrelator(request: FastifyRequest): string | undefined {
   const value = request.headers['x-correlator']
   return typeof value === 'string' && X_CORRELATOR.test(value) ? value : undefined
 }
 
-/** onRequest, first of a route's checks: a correlator that is sent must be valid. */
+/**
+ * onRequest, after the token and its scopes (a caller refused there learns nothing of what the
+ * route accepts, as everywhere in the API): a correlator that is sent must be valid.
+ */
 export async function checkCorrelator(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const value = request.headers['x-correlator']
   if (value !== undefined && validCorrelator(request) === undefined) {

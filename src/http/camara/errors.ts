@@ -33,14 +33,16 @@ function fromServiceError(err: KnsError): CamaraError {
 
 /** Fastify's own errors: its validator's, its body parser's (malformed JSON, media type, size). */
 function fromFastifyError(err: FastifyError): CamaraError | undefined {
+  if (typeof err !== 'object' || err === null) return undefined
   if (err.validation !== undefined) {
     const first = err.validation[0]
     const where = `${err.validationContext ?? 'request'}${first?.instancePath ?? ''}`
+    // Worded as the validator says it (`body/maxAge must be <= 2400`): the field and the rule.
     const text = `${where} ${first?.message ?? 'is invalid'}`.trim()
     // A number outside its declared range (maxAge 1-2400) is OUT_OF_RANGE, as the .feature files
     // ask; any other departure from the schema (a string for maxAge, a bad phoneNumber) INVALID_ARGUMENT.
     const ranged = first?.keyword === 'minimum' || first?.keyword === 'maximum'
-    return ranged ? new CamaraError(400, 'OUT_OF_RANGE', `Client specified an invalid range: ${text}.`) : new CamaraError(400, 'INVALID_ARGUMENT', `Client specified an invalid argument: ${text}.`)
+    return new CamaraError(400, ranged ? 'OUT_OF_RANGE' : 'INVALID_ARGUMENT', text)
   }
   const status = err.statusCode
   if (status === undefined || status < 400 || status >= 500) return undefined
@@ -51,30 +53,38 @@ function fromFastifyError(err: FastifyError): CamaraError | undefined {
   return new CamaraError(400, 'INVALID_ARGUMENT', status === 400 ? `Client specified an invalid argument: ${err.message}` : 'Client specified an invalid argument, request body or query param.')
 }
 
-/** Sends `err` in CAMARA's shape, with the headers its status calls for. */
-export function sendCamaraError(reply: FastifyReply, err: CamaraError, allow?: readonly string[]): FastifyReply {
-  if (err.retryAfterS !== undefined) reply.header('retry-after', String(err.retryAfterS))
-  // As the rest of the API: a client refused for its token or its rate gets its connection closed.
-  if (err.status === 401 || err.status === 403 || err.status === 429) reply.header('connection', 'close')
-  if (allow !== undefined) reply.header('allow', allow.join(', '))
-  return reply.status(err.status).send({ status: err.status, code: err.code, message: err.message })
+/** The headers of a CAMARA error answer: Retry-After, Allow, and a closed connection for a refused client (as the rest of the API). */
+export function camaraErrorHeaders(err: CamaraError, allow?: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {}
+  if (err.retryAfterS !== undefined) headers['retry-after'] = String(err.retryAfterS)
+  if (err.status === 401 || err.status === 403 || err.status === 429) headers.connection = 'close'
+  if (allow !== undefined) headers.allow = allow.join(', ')
+  return headers
+}
+
+export const camaraErrorBody = (err: CamaraError) => ({ status: err.status, code: err.code, message: err.message })
+
+/** Whatever was thrown on a CAMARA route, as the CAMARA error it is answered with (and the Allow of a 405); faults logged. */
+export function asCamaraError(caught: unknown, request: FastifyRequest, outageLog?: OutageLog): { error: CamaraError; allow?: readonly string[] } {
+  if (caught instanceof CamaraError) return { error: caught }
+  if (caught instanceof KnsError) {
+    if (caught.status >= 500 && caught.status !== 503) request.log.error({ err: caught }, 'request failed')
+    return { error: fromServiceError(caught), ...(caught instanceof MethodNotAllowedError ? { allow: caught.allow } : {}) }
+  }
+  if (isDatabaseUnavailable(caught)) {
+    outageLog?.report(request, caught)
+    return { error: new CamaraError(503, 'UNAVAILABLE', 'Service Unavailable: retry shortly.', 1) }
+  }
+  const known = fromFastifyError(caught as FastifyError)
+  if (known !== undefined) return { error: known }
+  request.log.error({ err: caught }, 'unhandled error')
+  return { error: INTERNAL }
 }
 
 export function useCamaraErrors(app: FastifyInstance): void {
   const outageLog = new OutageLog()
-  app.setErrorHandler((caught: FastifyError | CamaraError | KnsError, request: FastifyRequest, reply) => {
-    if (caught instanceof CamaraError) return sendCamaraError(reply, caught)
-    if (caught instanceof KnsError) {
-      if (caught.status >= 500 && !(caught instanceof OverloadedError) && caught.status !== 503) request.log.error({ err: caught }, 'request failed')
-      return sendCamaraError(reply, fromServiceError(caught), caught instanceof MethodNotAllowedError ? caught.allow : undefined)
-    }
-    if (isDatabaseUnavailable(caught)) {
-      outageLog.report(request, caught)
-      return sendCamaraError(reply, new CamaraError(503, 'UNAVAILABLE', 'Service Unavailable: retry shortly.', 1))
-    }
-    const known = fromFastifyError(caught)
-    if (known !== undefined) return sendCamaraError(reply, known)
-    request.log.error({ err: caught }, 'unhandled error')
-    return sendCamaraError(reply, INTERNAL)
+  app.setErrorHandler((caught: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { error, allow } = asCamaraError(caught, request, outageLog)
+    return reply.status(error.status).headers(camaraErrorHeaders(error, allow)).send(camaraErrorBody(error))
   })
 }

@@ -7,8 +7,9 @@ import type { FastifyInstance } from 'fastify'
 import { camaraAudience } from '../../camara/access.ts'
 import { CamaraTokens } from '../../camara/access-token.ts'
 import type { Service } from '../../service.ts'
-import { echoCorrelator } from './correlator.ts'
-import { useCamaraErrors } from './errors.ts'
+import type { OtherErrorShape } from '../transport.ts'
+import { echoCorrelator, validCorrelator } from './correlator.ts'
+import { asCamaraError, camaraErrorBody, camaraErrorHeaders, useCamaraErrors } from './errors.ts'
 import { SWAP_APIS, swapRoutes } from './swap-routes.ts'
 
 /** The verifier of CAMARA access tokens: the login provider's keys and issuer, this service's API root as the audience. */
@@ -24,4 +25,23 @@ export async function camaraRoutes(app: FastifyInstance, { service }: { service:
   app.addHook('onSend', echoCorrelator)
   const tokens = camaraTokens(service)
   for (const api of SWAP_APIS) await app.register(swapRoutes, { prefix: api.prefix, service, tokens, api })
+}
+
+/** Under a CAMARA prefix (`/sim-swap/v2`, `/sim-swap/v2/...`). */
+export function isCamaraPath(path: string): boolean {
+  return SWAP_APIS.some((api) => path === api.prefix || path.startsWith(`${api.prefix}/`))
+}
+
+/**
+ * A framework error (a URL that does not decode) under a CAMARA prefix, in CAMARA's shape with
+ * the correlator echoed: no route matched, so neither the error handler nor the hooks above run.
+ */
+export const camaraFrameworkErrors: OtherErrorShape = (request, path, failure) => {
+  if (!isCamaraPath(path)) return undefined
+  const { error, allow } = asCamaraError(failure, request)
+  const correlator = validCorrelator(request)
+  return {
+    status: error.status, body: camaraErrorBody(error),
+    headers: { ...camaraErrorHeaders(error, allow), ...(correlator === undefined || correlator === '' ? {} : { 'x-correlator': correlator }) },
+  }
 }

@@ -65,7 +65,7 @@ export async function swapRoutes(fastify: FastifyInstance, { service, tokens, ap
   })
 
   app.post('/check', {
-    onRequest: [checkCorrelator, authenticate, requireCamaraScopes(api.check.scopes)],
+    onRequest: [authenticate, requireCamaraScopes(api.check.scopes), checkCorrelator],
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: [api.tag],
@@ -80,7 +80,7 @@ export async function swapRoutes(fastify: FastifyInstance, { service, tokens, ap
   }, async (request) => swapCheck(deps(), api.family, request.camaraAccess!, request.body))
 
   app.post('/retrieve-date', {
-    onRequest: [checkCorrelator, authenticate, requireCamaraScopes(api.retrieveDate.scopes)],
+    onRequest: [authenticate, requireCamaraScopes(api.retrieveDate.scopes), checkCorrelator],
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: [api.tag],
