@@ -80,3 +80,8 @@ export async function addUser(service: Service, phone: string): Promise<string> 
 export function setMonitoredDays(service: Service, days: number): void {
   (service.config as { simSwapMonitoredDays?: number }).simSwapMonitoredDays = days
 }
+
+/** The per-client CAMARA rate (requests per second; 0: none), changed on the running service. */
+export function setCamaraRateLimit(service: Service, perSecond: number): void {
+  (service.config as { camaraRateLimit?: number }).camaraRateLimit = perSecond
+}

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { CAMARA_CLIENT_RATE, camaraClientBucket } from '../../src/http/camara/auth.ts'
+import { camaraClientBucket, camaraClientRate } from '../../src/http/camara/auth.ts'
 import { startHarness, type Harness } from '../helpers.ts'
 import { bearer, camaraToken, EVERY_SCOPE, recordChange } from '../camara/support.ts'
 
@@ -144,7 +144,9 @@ test('415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON', async () => {
 test('429 TOO_MANY_REQUESTS with Retry-After past the client\'s rate', async () => {
   const clientId = 'busy-bank'
   const busy = await camaraToken(h.service, { clientId })
-  while ((await h.service.rateLimiter.take(camaraClientBucket(clientId), CAMARA_CLIENT_RATE.perSecond, CAMARA_CLIENT_RATE.burst)).allowed) { /* spend the burst */ }
+  const { perSecond, burst } = camaraClientRate(h.service.config)
+  assert.ok(perSecond > 0)
+  while ((await h.service.rateLimiter.take(camaraClientBucket(clientId), perSecond, burst)).allowed) { /* spend the burst */ }
   const res = await post('/sim-swap/v2/check', { headers: bearer(busy) })
   assertCamaraError(res, 429, 'TOO_MANY_REQUESTS')
   assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/)

@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { allows, FRAUD_PREVENTION_PURPOSE, type CamaraAccess } from '../../camara/access.ts'
 import type { CamaraTokens } from '../../camara/access-token.ts'
 import { CamaraError } from '../../camara/camara-error.ts'
+import type { Config } from '../../config.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit, type Guard } from '../auth.ts'
 
@@ -20,10 +21,16 @@ declare module 'fastify' {
 
 /**
  * A client's budget on the CAMARA APIs, per second (twice that as a burst), shared by its
- * tokens. The clients of the login provider have no rate of their own (API keys do): one
- * place to change when they get one.
+ * tokens: `config.camaraRateLimit` when the configuration has it (0: no limit), else 100. The
+ * clients of the login provider have no rate of their own (API keys do): this is the one place
+ * that reads it.
  */
-export const CAMARA_CLIENT_RATE = { perSecond: 100, burst: 200 }
+export const DEFAULT_CAMARA_CLIENT_RATE = 100
+export function camaraClientRate(config: Config): { perSecond: number; burst: number } {
+  const configured = (config as Config & { camaraRateLimit?: number }).camaraRateLimit
+  const perSecond = typeof configured === 'number' && configured >= 0 ? configured : DEFAULT_CAMARA_CLIENT_RATE
+  return { perSecond, burst: perSecond * 2 }
+}
 
 /** The rate-limiter bucket of a client's CAMARA calls. */
 export const camaraClientBucket = (clientId: string): string => `camara:${clientId}`
@@ -35,7 +42,9 @@ export function camaraAuthentication(service: Service, tokens: CamaraTokens): Gu
     await perAddress(request, reply)
     const access = await tokens.verify(request.headers.authorization)
     request.camaraAccess = access
-    const decision = await service.rateLimiter.take(camaraClientBucket(access.clientId), CAMARA_CLIENT_RATE.perSecond, CAMARA_CLIENT_RATE.burst)
+    const { perSecond, burst } = camaraClientRate(service.config)
+    if (perSecond === 0) return
+    const decision = await service.rateLimiter.take(camaraClientBucket(access.clientId), perSecond, burst)
     if (!decision.allowed) throw new CamaraError(429, 'TOO_MANY_REQUESTS', `Rejected due to request rate limit overpassed: retry in ${decision.retryAfterS} s.`, decision.retryAfterS)
   }
 }
