@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose'
 import type { Executor } from '../db/engine.ts'
 import type { CamaraAccess } from './access.ts'
@@ -5,6 +6,14 @@ import { CamaraError } from './camara-error.ts'
 
 /** Published keys are re-read at most this often (a token signed by a key not seen yet re-reads at once). */
 const KEY_CACHE_MS = 5000
+/**
+ * A token verified is taken again without its RS256 signature check (most of a call's CPU) for
+ * this long, never past its `exp`: a bank sends one token for many calls. A key withdrawn or a
+ * user removed is noticed within it.
+ */
+const VERIFIED_REUSE_MS = 60_000
+/** Tokens remembered at most (the oldest forgotten first). */
+const VERIFIED_MAX = 4096
 
 export interface CamaraTokenDeps {
   db: Executor
@@ -30,6 +39,8 @@ const refused = () => new CamaraError(401, 'UNAUTHENTICATED', UNAUTHENTICATED)
 export class CamaraTokens {
   readonly #deps: CamaraTokenDeps
   #keySet: { at: number; kids: Set<string>; jwks: ReturnType<typeof createLocalJWKSet> } | undefined
+  /** By the token's SHA-256 (a lookup by the token itself would time its characters). */
+  readonly #verified = new Map<string, { access: CamaraAccess & { expiresAt: number }; until: number }>()
 
   constructor(deps: CamaraTokenDeps) {
     this.#deps = deps
@@ -37,6 +48,18 @@ export class CamaraTokens {
 
   async verify(authorization: string | undefined): Promise<CamaraAccess> {
     const token = bearerToken(authorization)
+    const digest = createHash('sha256').update(token).digest('base64url')
+    const now = Date.now()
+    const known = this.#verified.get(digest)
+    if (known !== undefined && now < known.until) return known.access
+    if (known !== undefined) this.#verified.delete(digest)
+    const access = await this.#verifyToken(token)
+    if (this.#verified.size >= VERIFIED_MAX) this.#verified.delete(this.#verified.keys().next().value!)
+    this.#verified.set(digest, { access, until: Math.min(now + VERIFIED_REUSE_MS, access.expiresAt) })
+    return access
+  }
+
+  async #verifyToken(token: string): Promise<CamaraAccess & { expiresAt: number }> {
     let payload: JWTPayload
     try {
       ({ payload } = await jwtVerify(token, await this.#keysFor(token), {
@@ -47,7 +70,7 @@ export class CamaraTokens {
       if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw refused()
       throw err
     }
-    return { ...accessClaims(payload), phoneNumber: await this.#subjectPhone(payload) }
+    return { ...accessClaims(payload), phoneNumber: await this.#subjectPhone(payload), expiresAt: payload.exp! * 1000 }
   }
 
   /** The JWKS, re-read when stale or when the token names a key it does not hold (a rotation). */

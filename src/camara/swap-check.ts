@@ -1,8 +1,8 @@
 import type { Executor } from '../db/engine.ts'
-import { latestChange, type ChangeFamily } from '../swaps/latest-change.ts'
+import type { ChangeFamily } from '../swaps/latest-change.ts'
 import type { CamaraAccess } from './access.ts'
 import { CamaraError } from './camara-error.ts'
-import { swapSubject } from './swap-subject.ts'
+import { latestKnownChange, swapSubject } from './swap-subject.ts'
 
 const HOUR_MS = 3_600_000
 /** The definitions' default `maxAge`, in hours. */
@@ -21,7 +21,7 @@ export async function swapCheck(deps: SwapCheckDeps, family: ChangeFamily, acces
   if (maxAge > deps.monitoredDays * 24) {
     throw new CamaraError(400, 'OUT_OF_RANGE', `Check monitor period could not exceed local regulations (${deps.monitoredDays} days): maxAge must be at most ${deps.monitoredDays * 24} hours.`)
   }
-  const phone = await swapSubject(deps.db, access, body.phoneNumber)
+  const phone = swapSubject(access, body.phoneNumber)
   const since = (deps.now ?? Date.now)() - maxAge * HOUR_MS
-  return { swapped: (await latestChange(deps.db, phone, family, since)) !== null }
+  return { swapped: (await latestKnownChange(deps.db, phone, family, since)) !== null }
 }

@@ -1,7 +1,7 @@
 import type { Executor } from '../db/engine.ts'
-import { latestChange, type ChangeFamily } from '../swaps/latest-change.ts'
+import type { ChangeFamily } from '../swaps/latest-change.ts'
 import type { CamaraAccess } from './access.ts'
-import { swapSubject } from './swap-subject.ts'
+import { latestKnownChange, swapSubject } from './swap-subject.ts'
 
 const DAY_MS = 86_400_000
 
@@ -17,8 +17,8 @@ export interface SwapDate { latest: string | null; monitoredPeriod?: number }
  * or never reported): null with `monitoredPeriod`, which CAMARA reads as "no swap within it".
  */
 export async function swapRetrieveDate(deps: SwapDateDeps, family: ChangeFamily, access: CamaraAccess, body: { phoneNumber?: string }): Promise<SwapDate> {
-  const phone = await swapSubject(deps.db, access, body.phoneNumber)
+  const phone = swapSubject(access, body.phoneNumber)
   const since = (deps.now ?? Date.now)() - deps.monitoredDays * DAY_MS
-  const latest = await latestChange(deps.db, phone, family, since)
+  const latest = await latestKnownChange(deps.db, phone, family, since)
   return latest === null ? { latest: null, monitoredPeriod: deps.monitoredDays } : { latest: new Date(latest).toISOString() }
 }

@@ -1,5 +1,5 @@
 /**
- * Who may call the CAMARA routes, checked in onRequest hooks (nothing of the body is read for
+ * Who may call the CAMARA routes, checked in an onRequest hook (nothing of the body is read for
  * a caller refused here): the client address's budget (before any signature is verified), the
  * access token (401 UNAUTHENTICATED), the client's own budget (429 TOO_MANY_REQUESTS), and the
  * operation's scopes with the fraud-prevention purpose (403 PERMISSION_DENIED).
@@ -11,6 +11,7 @@ import { CamaraError } from '../../camara/camara-error.ts'
 import type { Config } from '../../config.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit, type Guard } from '../auth.ts'
+import { checkCorrelator } from './correlator.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -21,43 +22,49 @@ declare module 'fastify' {
 
 /**
  * A client's budget on the CAMARA APIs, per second (twice that as a burst), shared by its
- * tokens: `config.camaraRateLimit` when the configuration has it (0: no limit), else 100. The
- * clients of the login provider have no rate of their own (API keys do): this is the one place
- * that reads it.
+ * tokens. The login provider's clients have no rate of their own (API keys do): a client gets
+ * what a key made without `--rate` gets (DEFAULT_KEY_RATE), unless the configuration has a
+ * `camaraRateLimit` (0: no limit). The one place that reads it.
  */
-export const DEFAULT_CAMARA_CLIENT_RATE = 100
 export function camaraClientRate(config: Config): { perSecond: number; burst: number } {
   const configured = (config as Config & { camaraRateLimit?: number }).camaraRateLimit
-  const perSecond = typeof configured === 'number' && configured >= 0 ? configured : DEFAULT_CAMARA_CLIENT_RATE
+  const perSecond = typeof configured === 'number' && configured >= 0 ? configured : config.defaultKeyRate
   return { perSecond, burst: perSecond * 2 }
 }
 
 /** The rate-limiter bucket of a client's CAMARA calls. */
 export const camaraClientBucket = (clientId: string): string => `camara:${clientId}`
 
-/** The access token, verified, within the client's budget. */
-export function camaraAuthentication(service: Service, tokens: CamaraTokens): Guard {
-  const perAddress = publicRateLimit(service)
-  return async function camaraTokenGuard(request: FastifyRequest, reply: FastifyReply) {
-    await perAddress(request, reply)
-    const access = await tokens.verify(request.headers.authorization)
-    request.camaraAccess = access
-    const { perSecond, burst } = camaraClientRate(service.config)
-    if (perSecond === 0) return
-    const decision = await service.rateLimiter.take(camaraClientBucket(access.clientId), perSecond, burst)
-    if (!decision.allowed) throw new CamaraError(429, 'TOO_MANY_REQUESTS', `Rejected due to request rate limit overpassed: retry in ${decision.retryAfterS} s.`, decision.retryAfterS)
-  }
+/** The client's budget (429 TOO_MANY_REQUESTS with Retry-After past it). */
+async function withinClientRate(service: Service, clientId: string): Promise<void> {
+  const { perSecond, burst } = camaraClientRate(service.config)
+  if (perSecond === 0) return
+  const decision = await service.rateLimiter.take(camaraClientBucket(clientId), perSecond, burst)
+  if (!decision.allowed) throw new CamaraError(429, 'TOO_MANY_REQUESTS', `Rejected due to request rate limit overpassed: retry in ${decision.retryAfterS} s.`, decision.retryAfterS)
 }
 
 /**
- * The operation's scopes (any one of `anyOf`, as the definitions list alternatives) and the
- * purpose every CAMARA token of this service must carry.
+ * The purpose every CAMARA token of this service must carry, and one of the operation's
+ * scopes (`anyOf`: the definitions list alternatives, e.g. `sim-swap:check` or `sim-swap`).
  */
-export function requireCamaraScopes(anyOf: readonly string[]): Guard {
-  return async function camaraScopeGuard(request: FastifyRequest, _reply: FastifyReply) {
-    const access = request.camaraAccess
-    if (access === null) throw new CamaraError(401, 'UNAUTHENTICATED', 'Request not authenticated due to missing, invalid, or expired credentials.')
-    if (!access.scopes.has(FRAUD_PREVENTION_PURPOSE)) throw new CamaraError(403, 'PERMISSION_DENIED', `The access token lacks the purpose ${FRAUD_PREVENTION_PURPOSE}.`)
-    if (!allows(access, anyOf)) throw new CamaraError(403, 'PERMISSION_DENIED', `The access token lacks a scope for this operation (one of: ${anyOf.join(', ')}).`)
+function requirePurposeAndScope(access: CamaraAccess, anyOf: readonly string[]): void {
+  if (!access.scopes.has(FRAUD_PREVENTION_PURPOSE)) throw new CamaraError(403, 'PERMISSION_DENIED', `The access token lacks the purpose ${FRAUD_PREVENTION_PURPOSE}.`)
+  if (!allows(access, anyOf)) throw new CamaraError(403, 'PERMISSION_DENIED', `The access token lacks a scope for this operation (one of: ${anyOf.join(', ')}).`)
+}
+
+/**
+ * A CAMARA operation's onRequest guard, its checks in order: the client address's budget
+ * (before any signature is verified), the access token (401), the client's budget (429), the
+ * purpose and scopes (403), then x-correlator (400). One hook: each costs a promise a request.
+ */
+export function camaraGuard(service: Service, tokens: CamaraTokens, anyOf: readonly string[]): Guard {
+  const perAddress = publicRateLimit(service)
+  return async function camaraOperationGuard(request: FastifyRequest, reply: FastifyReply) {
+    if (service.config.publicRateLimit > 0) await perAddress(request, reply)
+    const access = await tokens.verify(request.headers.authorization)
+    request.camaraAccess = access
+    await withinClientRate(service, access.clientId)
+    requirePurposeAndScope(access, anyOf)
+    checkCorrelator(request)
   }
 }

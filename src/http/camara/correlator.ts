@@ -16,10 +16,10 @@ export function validCorrelator(request: FastifyRequest): string | undefined {
 }
 
 /**
- * onRequest, after the token and its scopes (a caller refused there learns nothing of what the
- * route accepts, as everywhere in the API): a correlator that is sent must be valid.
+ * In the route's guard, after the token and its scopes (a caller refused there learns nothing
+ * of what the route accepts, as everywhere in the API): a correlator that is sent must be valid.
  */
-export async function checkCorrelator(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+export function checkCorrelator(request: FastifyRequest): void {
   const value = request.headers['x-correlator']
   if (value !== undefined && validCorrelator(request) === undefined) {
     throw new CamaraError(400, 'INVALID_ARGUMENT', 'The x-correlator header is not valid: up to 256 of letters, digits and - _ : ; . / < > { }.')

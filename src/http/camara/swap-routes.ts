@@ -15,8 +15,7 @@ import { withCamaraErrors } from '../../contract/camara-schemas.ts'
 import type { ChangeFamily } from '../../swaps/latest-change.ts'
 import type { Service } from '../../service.ts'
 import { BODY_LIMITS } from '../json-body.ts'
-import { camaraAuthentication, requireCamaraScopes } from './auth.ts'
-import { checkCorrelator } from './correlator.ts'
+import { camaraGuard } from './auth.ts'
 
 export interface SwapApi {
   prefix: string
@@ -56,7 +55,6 @@ const IDENTIFIER_NOTE = 'With a two-legged token (client credentials) `phoneNumb
 
 export async function swapRoutes(fastify: FastifyInstance, { service, tokens, api }: { service: Service; tokens: CamaraTokens; api: SwapApi }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const authenticate = camaraAuthentication(service, tokens)
   const deps = () => ({ db: service.db, monitoredDays: monitoredDays(service.config) })
 
   // Under the prefix, an unknown path is CAMARA's 404 (the app's hook answers it first; this makes it ours).
@@ -65,7 +63,7 @@ export async function swapRoutes(fastify: FastifyInstance, { service, tokens, ap
   })
 
   app.post('/check', {
-    onRequest: [authenticate, requireCamaraScopes(api.check.scopes), checkCorrelator],
+    onRequest: camaraGuard(service, tokens, api.check.scopes),
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: [api.tag],
@@ -80,7 +78,7 @@ export async function swapRoutes(fastify: FastifyInstance, { service, tokens, ap
   }, async (request) => swapCheck(deps(), api.family, request.camaraAccess!, request.body))
 
   app.post('/retrieve-date', {
-    onRequest: [authenticate, requireCamaraScopes(api.retrieveDate.scopes), checkCorrelator],
+    onRequest: camaraGuard(service, tokens, api.retrieveDate.scopes),
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: [api.tag],
