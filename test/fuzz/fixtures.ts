@@ -4,7 +4,7 @@
  * with a valid proof each, a ledger approval signature, periods with data. They are offered to
  * the generators as records of correlated field values, matched by property name.
  */
-import { randomUUID } from 'node:crypto'
+import { randomInt, randomUUID } from 'node:crypto'
 import { addCredential } from '../../src/caller/shaken/credentials.ts'
 import { ledgerApproveMessage } from '../../src/ledger/approve.ts'
 import { SealedBox } from '../../src/lib/sealed-box.ts'
@@ -99,20 +99,23 @@ export async function seedFixtures(h: Harness): Promise<Fixtures> {
     { start: '2024-02-29T23:30:00+05:30', end: '2024-03-01T00:10:00Z' },
     ...await callFixtures(h),
   ]
-  return { apiKey, revokedKey, records, ...await camaraFixtures(h, held.phoneNumber) }
+  const camara = await camaraFixtures(h)
+  return { apiKey, revokedKey, records: [...records, ...camara.records], camaraToken: camara.camaraToken, refusedCamaraTokens: camara.refusedCamaraTokens }
 }
 
 /**
- * CAMARA SIM Swap and Device Swap: tokens, and change records on a registered number (the
- * records above name it `phoneNumber`, so the CAMARA bodies get a known number part of the time).
- * No per-client rate: a 429 would hide what the request deserved (as PUBLIC_RATE_LIMIT=0).
+ * CAMARA SIM Swap and Device Swap: tokens, and change records on a mobile number (the other
+ * fixtures' numbers are London fixed lines, to which the swap APIs do not apply). No per-client
+ * rate: a 429 would hide what the request deserved (as PUBLIC_RATE_LIMIT=0).
  */
-async function camaraFixtures(h: Harness, phone: string): Promise<Pick<Fixtures, 'camaraToken' | 'refusedCamaraTokens'>> {
+async function camaraFixtures(h: Harness): Promise<Pick<Fixtures, 'camaraToken' | 'refusedCamaraTokens' | 'records'>> {
   setCamaraRateLimit(h.service, 0)
+  const phone = `+447911${String(randomInt(0, 1_000_000)).padStart(6, '0')}`
   await recordChange(h.service, phone, 'activation', Date.now() - 40 * DAY)
   await recordChange(h.service, phone, 'sim-change', Date.now() - 2 * HOUR)
   await recordChange(h.service, phone, 'device-change', Date.now() - 20 * DAY)
   return {
+    records: [{ phoneNumber: phone }, { phoneNumber: phone, maxAge: 24 }],
     camaraToken: await camaraToken(h.service, { expiresInS: 3600 }),
     refusedCamaraTokens: [
       await camaraToken(h.service, { expiresInS: -60 }),
