@@ -22,7 +22,7 @@ import { pageRoutes } from './routes/pages.ts'
 import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { adminOidcRoutes } from './routes/admin-oidc.ts'
-import { camaraFrameworkErrors, camaraRoutes } from './camara/plugin.ts'
+import { camaraFrameworkErrors, camaraRoutes, camaraShedShape } from './camara/plugin.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
@@ -107,6 +107,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
       const keyId = typeof header === 'string' ? service.apiKeys.verifiedId(header) : null
       return keyId === null ? `ip:${addressGroup(request.ip)}` : `key:${keyId}`
     },
+    // The CAMARA routes' 503s in CAMARA's shape.
+    otherShape: camaraShedShape,
   })
   // First of all hooks: a request refused here costs no parsing, no key check, nothing.
   useAdmission(app, admission)

@@ -3,6 +3,7 @@
  * pattern and echoed on every answer of the CAMARA routes, errors included. An invalid one is
  * 400 INVALID_ARGUMENT, and is not echoed (it is not a value the header may carry).
  */
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CamaraError } from '../../camara/camara-error.ts'
 import { X_CORRELATOR_PATTERN } from '../../contract/camara-schemas.ts'
@@ -10,7 +11,7 @@ import { X_CORRELATOR_PATTERN } from '../../contract/camara-schemas.ts'
 const X_CORRELATOR = new RegExp(X_CORRELATOR_PATTERN)
 
 /** The request's correlator when it is a valid one; undefined when absent, or sent twice, or not valid. */
-export function validCorrelator(request: FastifyRequest): string | undefined {
+export function validCorrelator(request: { headers: IncomingHttpHeaders }): string | undefined {
   const value = request.headers['x-correlator']
   return typeof value === 'string' && X_CORRELATOR.test(value) ? value : undefined
 }
