@@ -15,7 +15,7 @@ import { checkCorrelator } from './correlator.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** What the access token grants, on the CAMARA routes (set by camaraAuthentication). */
+    /** What the access token grants, on the CAMARA routes (set by camaraGuard). */
     camaraAccess: CamaraAccess | null
   }
 }

@@ -11,7 +11,7 @@ import { X_CORRELATOR_PATTERN } from '../../contract/camara-schemas.ts'
 const X_CORRELATOR = new RegExp(X_CORRELATOR_PATTERN)
 
 /** The request's correlator when it is a valid one; undefined when absent, or sent twice, or not valid. */
-export function validCorrelator(request: { headers: IncomingHttpHeaders }): string | undefined {
+function validCorrelator(request: { headers: IncomingHttpHeaders }): string | undefined {
   const value = request.headers['x-correlator']
   return typeof value === 'string' && X_CORRELATOR.test(value) ? value : undefined
 }
@@ -27,9 +27,14 @@ export function checkCorrelator(request: FastifyRequest): void {
   }
 }
 
+/** The header that echoes the request's correlator: none when it sent none, an empty one or an invalid one. */
+export function correlatorEcho(request: { headers: IncomingHttpHeaders }): Record<string, string> {
+  const value = validCorrelator(request)
+  return value === undefined || value === '' ? {} : { 'x-correlator': value }
+}
+
 /** onSend of every CAMARA answer: the correlator back, as sent. */
 export function echoCorrelator(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
-  const value = validCorrelator(request)
-  if (value !== undefined && value !== '') reply.header('x-correlator', value)
+  reply.headers(correlatorEcho(request))
   done(null, payload)
 }

@@ -3,14 +3,13 @@
  * handler answers in CAMARA's shape, their onSend hook echoes `x-correlator`, and neither
  * reaches the rest of the API, which keeps the service's shape.
  */
-import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import { camaraAudience } from '../../camara/access.ts'
 import { CamaraTokens } from '../../camara/access-token.ts'
 import type { Service } from '../../service.ts'
 import type { OtherShedShape } from '../admission.ts'
 import type { OtherErrorShape } from '../transport.ts'
-import { echoCorrelator, validCorrelator } from './correlator.ts'
+import { correlatorEcho, echoCorrelator } from './correlator.ts'
 import { asCamaraError, camaraErrorBody, camaraErrorHeaders, useCamaraErrors } from './errors.ts'
 import { SWAP_APIS, swapRoutes } from './swap-routes.ts'
 
@@ -34,19 +33,13 @@ export function isCamaraPath(path: string): boolean {
   return SWAP_APIS.some((api) => path === api.prefix || path.startsWith(`${api.prefix}/`))
 }
 
-/** The correlator header to echo, when the request sent a valid, non-empty one. */
-function correlatorHeader(request: { headers: IncomingHttpHeaders }): Record<string, string> {
-  const correlator = validCorrelator(request)
-  return correlator === undefined || correlator === '' ? {} : { 'x-correlator': correlator }
-}
-
 /**
  * A request shed by admission control (503, before Fastify) under a CAMARA prefix: CAMARA's
  * UNAVAILABLE, the correlator echoed. As cheap as the service's own answer: a prefix test.
  */
 export const camaraShedShape: OtherShedShape = (req, status, message) => {
   if (!isCamaraPath((req.url ?? '/').split('?', 1)[0]!)) return undefined
-  return { body: JSON.stringify({ status, code: 'UNAVAILABLE', message }), headers: correlatorHeader(req) }
+  return { body: JSON.stringify({ status, code: 'UNAVAILABLE', message }), headers: correlatorEcho(req) }
 }
 
 /**
@@ -56,5 +49,5 @@ export const camaraShedShape: OtherShedShape = (req, status, message) => {
 export const camaraFrameworkErrors: OtherErrorShape = (request, path, failure) => {
   if (!isCamaraPath(path)) return undefined
   const { error, allow } = asCamaraError(failure, request)
-  return { status: error.status, body: camaraErrorBody(error), headers: { ...camaraErrorHeaders(error, allow), ...correlatorHeader(request) } }
+  return { status: error.status, body: camaraErrorBody(error), headers: { ...camaraErrorHeaders(error, allow), ...correlatorEcho(request) } }
 }
