@@ -34,6 +34,7 @@ import { preflight, startServer, type Endpoint, type Reference, type Summary, ty
 import { seedCaller, type CallerSeed } from './caller-seed.ts'
 import { startX5uFixture, X5U_NAME } from './x5u-bench.ts'
 import { areaAEndpoints, onEngines, seed, walletSignatures, type BenchDatabase, type Engine } from './seed.ts'
+import { camaraEndpoints, CHECK_NAME, seedCamara } from './camara-bench.ts'
 
 function envInt(name: string, fallback: number, min: number): number {
   const raw = process.env[name]
@@ -52,7 +53,7 @@ const CONNECTIONS = envInt('BENCH_CONNECTIONS', 32, 1)
 const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 const ENGINES = (process.env.BENCH_ENGINES || 'sqlite,postgres').split(',').map((e) => e.trim())
 const ONLY = (process.env.BENCH_ONLY || '').split(',')
-const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 1000 }
+const SIZES = { ownedNumbers: 200, users: 200, detailApprovals: 500, signApprovals: 1000, swapNumbers: 500 }
 const CALLER_SIZES = { numbers: envInt('BENCH_CALLER_NUMBERS', 10_000, 1), keystores: 20 }
 const halfRateName = (name: string) => `${name} at 0.5 × peak`
 const HALF_RATE_NAME = halfRateName(VERIFY_NAME)
@@ -60,6 +61,7 @@ const HALF_RATE_NAME = halfRateName(VERIFY_NAME)
 type Goal = { minRatio: number } | { maxP99: number }
 const TARGETS: Record<string, Goal> = {
   'GET /numsys/transaction_details': { minRatio: 0.5 },
+  [CHECK_NAME]: { minRatio: 0.5 },
   'POST /numsys/approval-phone': { minRatio: 0.3 },
   [VERIFY_NAME]: { minRatio: 0.5 },
   [HALF_RATE_NAME]: { maxP99: 10 },
@@ -156,13 +158,14 @@ async function benchEngine(db: BenchDatabase, refs: References): Promise<Measure
   const started = Date.now()
   const data = await seed(db.env, SIZES)
   const caller: CallerSeed = await seedCaller(db.env, CALLER_SIZES)
+  const camara = await seedCamara(db.env, SIZES.swapNumbers)
   const x5u = await startX5uFixture()
   const server = await startServer(`kns-${db.engine}`, 'app', { ...db.env, ...x5u.env })
   try {
     const signed = await walletSignatures(server.port, data.keypair, data.signRefs)
     log(`-- ${db.engine}: seeded and signed in ${((Date.now() - started) / 1000).toFixed(1)} s; measuring`)
     const results: Measurement[] = []
-    const all = [...areaAEndpoints(db.engine, data, signed), ...callerEndpoints(caller, log), x5u.endpoint(caller.apiKey, log)]
+    const all = [...areaAEndpoints(db.engine, data, signed), ...camaraEndpoints(camara), ...callerEndpoints(caller, log), x5u.endpoint(caller.apiKey, log)]
     for (const endpoint of all.filter((e) => ONLY.some((only) => e.name.includes(only)))) {
       if (endpoint.name !== VERIFY_NAME && endpoint.name !== X5U_NAME) {
         results.push(await measure(server, endpoint, db.engine, refs.bare))

@@ -35,6 +35,8 @@ function baseEnv(dataDir: string): Record<string, string> {
     DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
     PUBLIC_RATE_LIMIT: '0',
+    // The CAMARA clients' rate (src/http/camara/auth.ts), as high as the bench API key's.
+    DEFAULT_KEY_RATE: '1000000',
     PUBLIC_BASE_URL,
     APPROVAL_TTL_S: '3600',
     LEDGER: 'local',

@@ -19,7 +19,7 @@ export const ErrorBody = Type.Object({
   message: Type.String({ description: 'same text as `error` (the registration contract names it `message`)' }),
   field: Type.Optional(Type.String({ description: 'the request field at fault, when one is' })),
   requestId: Type.String(),
-}, { $id: 'ErrorBody', description: 'Every error response, on every endpoint' })
+}, { $id: 'ErrorBody', description: 'Every error response, on every endpoint but the CAMARA APIs (they answer CamaraErrorInfo)' })
 
 /** `{ ...ok, 4xx/5xx: ErrorBody }` for a route's `response` schema. */
 export function withErrors<T extends Record<number, TSchema>>(ok: T) {

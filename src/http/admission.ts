@@ -97,15 +97,24 @@ const OVERLOADED = new OverloadedError('', RETRY_AFTER_S)
  * handler and send hooks: shedding must cost far less than serving, or shedding is the overload.
  * No error object is made per answer (capturing its stack was a fifth of a shed's cost).
  */
-function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: string = randomUUID()): void {
+function shedRaw(res: ServerResponse, why: string, close: boolean, requestId: string = randomUUID(), shape: OtherShedShape = noOtherShape): void {
   if (res.destroyed || res.headersSent) return
-  const body = JSON.stringify(errorBody(OVERLOADED.code, `${why}: retry in ${RETRY_AFTER_S} s`, requestId))
+  const message = `${why}: retry in ${RETRY_AFTER_S} s`
+  const other = shape(res.req, OVERLOADED.status, message)
+  const body = other?.body ?? JSON.stringify(errorBody(OVERLOADED.code, message, requestId))
   res.writeHead(OVERLOADED.status, {
     'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': String(RETRY_AFTER_S),
-    'cache-control': 'no-store', 'x-request-id': requestId, ...(close ? { connection: 'close' } : {}),
+    'cache-control': 'no-store', 'x-request-id': requestId, ...(close ? { connection: 'close' } : {}), ...other?.headers,
   })
   res.end(body)
 }
+
+/**
+ * A shed request's 503 in another error shape than the service's, on the paths that have one
+ * (the CAMARA routes, src/http/camara/): its body and extra headers; undefined elsewhere.
+ */
+export type OtherShedShape = (req: IncomingMessage, status: number, message: string) => { body: string; headers: Record<string, string> } | undefined
+const noOtherShape: OtherShedShape = () => undefined
 
 /** Who a request is from, by default: its client address group (Fastify's `request.ip`, so TRUST_PROXY applies; IPv6 by /64). */
 const byAddress = (request: FastifyRequest): string => `ip:${addressGroup(request.ip)}`
@@ -138,15 +147,20 @@ export class Admission {
   /** The server is closing: every request that still arrives is refused (see gate). */
   #closing = false
 
+  /** The error shape of a shed request's 503 where the service's is not the path's. */
+  readonly #shape: OtherShedShape
+
   /**
    * `clientOf`: who a request is from, for fairness (app.ts: its verified API key, else its
-   * address); by default its address.
+   * address); by default its address. `otherShape`: the 503's body on paths with an error
+   * shape of their own (the CAMARA routes); by default the service's everywhere.
    */
-  constructor(limits: AdmissionLimits, options: { loginPath: string; trustedPeer: (address: string) => boolean; clientOf?: (request: FastifyRequest) => string }) {
+  constructor(limits: AdmissionLimits, options: { loginPath: string; trustedPeer: (address: string) => boolean; clientOf?: (request: FastifyRequest) => string; otherShape?: OtherShedShape }) {
     this.#limits = limits
     this.#loginPath = options.loginPath
     this.#caps = new ConnectionCaps(limits, options.trustedPeer, (reason) => this.#rejected?.inc({ reason, priority: 'none' }))
     this.#clientOf = options.clientOf ?? byAddress
+    this.#shape = options.otherShape ?? noOtherShape
   }
 
   /** The priority of a request to `url` on this server. */
@@ -206,13 +220,13 @@ export class Admission {
       // A request on a keep-alive connection (a balancer's) while the server closes: the balancer
       // has not seen /readyz fail yet. Told to go elsewhere, in the error shape, and the
       // connection closed. Fastify's own answer here had no Retry-After and another shape.
-      shedRaw(res, 'this server is shutting down: another one will answer', true, requestIdFrom(req.headers['x-request-id']))
+      shedRaw(res, 'this server is shutting down: another one will answer', true, requestIdFrom(req.headers['x-request-id']), this.#shape)
       this.#rejected?.inc({ reason: 'closing', priority: 'none' })
       return true
     }
     const refusal = this.#caps.refusalOf(req.socket)
     if (refusal === undefined) return false
-    shedRaw(res, `${refusal}: close idle connections and retry`, true)
+    shedRaw(res, `${refusal}: close idle connections and retry`, true, undefined, this.#shape)
     this.#rejected?.inc({ reason: 'connections', priority: 'none' })
     return true
   }
@@ -407,7 +421,7 @@ export class Admission {
   #shed(request: FastifyRequest, reply: FastifyReply, why: string, priority: Priority, reason: 'in_flight' | 'lag'): void {
     this.#rejected?.inc({ reason, priority })
     reply.hijack()
-    shedRaw(reply.raw, why, false, String(request.id))
+    shedRaw(reply.raw, why, false, String(request.id), this.#shape)
   }
 
   /** Its gauges and counter, in the service's registry (/metrics). */

@@ -23,9 +23,11 @@ import { adminStatsRoutes } from './routes/admin-stats.ts'
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts'
 import { adminOidcRoutes } from './routes/admin-oidc.ts'
 import { adminSimChangeRoutes } from './routes/admin-sim-changes.ts'
+import { camaraFrameworkErrors, camaraRoutes, camaraShedShape } from './camara/plugin.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { stirRoutes, stirSigningRoutes } from './routes/stir.ts'
 import { ErrorBody } from '../contract/api-schemas.ts'
+import { CamaraErrorInfo } from '../contract/camara-schemas.ts'
 import { EXAMPLES_KEYWORD } from '../contract/examples.ts'
 
 export const BODY_LIMIT = 64 * 1024
@@ -83,7 +85,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     // Admission's gate answers requests that arrive while the server closes (503 in the error
     // shape, with Retry-After); Fastify's own answer had neither.
     return503OnClosing: false,
-    ...transportOptions(service.config, (path, method) => guardOf(path, method)),
+    ...transportOptions(service.config, (path, method) => guardOf(path, method), camaraFrameworkErrors),
   })
   const guardOf: GuardOf = trackRouteGuards(app)
   // Before every hook: a request refused by admission is traced too.
@@ -106,6 +108,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
       const keyId = typeof header === 'string' ? service.apiKeys.verifiedId(header) : null
       return keyId === null ? `ip:${addressGroup(request.ip)}` : `key:${keyId}`
     },
+    // The CAMARA routes' 503s in CAMARA's shape.
+    otherShape: camaraShedShape,
   })
   // First of all hooks: a request refused here costs no parsing, no key check, nothing.
   useAdmission(app, admission)
@@ -126,6 +130,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   })
 
   app.addSchema(ErrorBody)
+  app.addSchema(CamaraErrorInfo)
   registerErrorHandling(app)
   // `transaction_details?wait=` can hold a request for a minute: on shutdown every wait answers
   // at once (with the approval's current state), so closing does not wait them out.
@@ -149,5 +154,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(accountsRoutes, { service })
   await app.register(adminOidcRoutes, { service })
   await app.register(adminSimChangeRoutes, { service })
+  // Encapsulated: CAMARA's error shape and x-correlator on its routes only.
+  await app.register(camaraRoutes, { service })
   return app
 }

@@ -41,7 +41,7 @@ function describeValidation(err: FastifyError): { field?: string; text: string }
  * While the database is down, every request fails the same way: one warning a second at
  * most, with how many failed since the last one, instead of a line (and a stack) per request.
  */
-class OutageLog {
+export class OutageLog {
   #lastAt = -Infinity
   #since = 0
 

@@ -6,7 +6,8 @@ const DESCRIPTION = `Phone-number identity on the Sui ledger.
 
 * **Area A**: registration with zkLogin addresses, ledger-backed approvals.
 * **Area B**: caller verification (PASSporT / STIR-SHAKEN) and number -> token -> registries lookup.
-* **Errors**: every error response has the \`ErrorBody\` shape; \`code\` is stable.
+* **Errors**: every error response has the \`ErrorBody\` shape; \`code\` is stable. The CAMARA APIs (SIM Swap,
+  Device Swap) answer theirs in CAMARA's \`CamaraErrorInfo\` shape instead, and take a bearer access token (\`openId\`).
 * **Auth**: endpoints marked "needs an x-api-key" (with a security requirement) need \`x-api-key\` with the named scope;
   401 for a missing, unknown or revoked key, 403 for a missing scope, 429 past the key's rate
   (with \`Retry-After\`). Endpoints without a key are rate limited per client IP.
@@ -21,13 +22,19 @@ export async function registerOpenApi(app: FastifyInstance, service: Service): P
       info: { title: 'KNS: number identity, caller verification and public statistics', version: '1.0.0', description: DESCRIPTION },
       servers: [{ url: service.config.publicBaseUrl }],
       components: {
-        securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          // The CAMARA APIs: a JWT access token of this service's login provider (docs/camara.md).
+          openId: { type: 'openIdConnect', openIdConnectUrl: `${service.accounts.provider.issuer}/.well-known/openid-configuration` },
+        },
       },
       tags: [
         { name: 'identity', description: 'Registration (area A)' },
         { name: 'approvals', description: 'Approval requests and their verification (area A)' },
         { name: 'caller', description: 'Caller verification (area B)' },
         { name: 'ledger', description: 'Embedded ledger operations (LEDGER=local only)' },
+        { name: 'sim-swap', description: 'CAMARA SIM Swap 2.1.0 (/sim-swap/v2): errors in CAMARA\'s shape `{status, code, message}`, `x-correlator` echoed' },
+        { name: 'device-swap', description: 'CAMARA Device Swap 1.0.0 (/device-swap/v1): errors in CAMARA\'s shape `{status, code, message}`, `x-correlator` echoed' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

@@ -42,7 +42,13 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
 export type GuardOf = (path: string, method: string) => ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined
 
 /** Fastify-level server options for the transport (merged into the app's). */
-export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () => undefined): Partial<FastifyServerOptions> {
+/**
+ * The answer to a framework error in another shape than the service's, on the paths that have
+ * one (the CAMARA routes, src/http/camara/): its status, headers and body; undefined elsewhere.
+ */
+export type OtherErrorShape = (request: FastifyRequest, path: string, failure: unknown) => { status: number; headers: Record<string, string>; body: unknown } | undefined
+
+export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () => undefined, otherShape: OtherErrorShape = () => undefined): Partial<FastifyServerOptions> {
   return {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -56,16 +62,21 @@ export function transportOptions(limits: TransportLimits, guardOf: GuardOf = () 
     frameworkErrors: (err: Error, request: FastifyRequest, reply: FastifyReply) => {
       // FST_ERR_BAD_URL and the like: the URL could not be decoded. No route matched, so the
       // app's error handler is not in reach: the body is written here.
-      const send = (failure: KnsError) => {
-        reply.status(failure.status).type('application/json; charset=utf-8').header('x-request-id', String(request.id))
+      const malformed = new ValidationError(`the request URL is malformed (${err.message})`)
+      const path = (request.raw.url ?? '').split('?', 1)[0]!
+      const send = (caught: unknown) => {
+        reply.type('application/json; charset=utf-8').header('x-request-id', String(request.id))
+        const other = otherShape(request, path, caught)
+        if (other !== undefined) return reply.status(other.status).headers(other.headers).send(JSON.stringify(other.body))
+        const failure = caught instanceof KnsError ? caught : malformed
+        reply.status(failure.status)
         if (failure instanceof RateLimitedError) reply.header('retry-after', String(failure.retryAfterS))
         if (failure instanceof MethodNotAllowedError) reply.header('allow', failure.allow.join(', '))
         reply.send(JSON.stringify(errorBody(failure.code, failure.message, String(request.id))))
       }
-      const malformed = new ValidationError(`the request URL is malformed (${err.message})`)
-      const guard = guardOf((request.raw.url ?? '').split('?', 1)[0]!, request.method)
+      const guard = guardOf(path, request.method)
       if (guard === undefined) return send(malformed)
-      guard(request, reply).then(() => send(malformed), (refused: unknown) => send(refused instanceof KnsError ? refused : malformed))
+      guard(request, reply).then(() => send(malformed), send)
     },
   } as Partial<FastifyServerOptions>
 }

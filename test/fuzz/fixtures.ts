@@ -4,7 +4,7 @@
  * with a valid proof each, a ledger approval signature, periods with data. They are offered to
  * the generators as records of correlated field values, matched by property name.
  */
-import { randomUUID } from 'node:crypto'
+import { randomInt, randomUUID } from 'node:crypto'
 import { addCredential } from '../../src/caller/shaken/credentials.ts'
 import { ledgerApproveMessage } from '../../src/ledger/approve.ts'
 import { SealedBox } from '../../src/lib/sealed-box.ts'
@@ -13,6 +13,7 @@ import { makeShakenPki } from '../support/shaken-pki.ts'
 import { revokeApiKey } from '../../src/keys/api-keys.ts'
 import type { Harness } from '../helpers.ts'
 import { approvalBody, createApproval, ledgerApprove, newKeypair, ownedToken, register, signApproval } from '../support/kns.ts'
+import { camaraToken, recordChange, setCamaraRateLimit } from '../camara/support.ts'
 import type { FixtureRecord } from './json-schema.ts'
 import { isoInZone } from './json-schema.ts'
 
@@ -20,6 +21,10 @@ export interface Fixtures {
   /** Holds every scope. */
   apiKey: string
   revokedKey: string
+  /** A two-legged CAMARA access token with every CAMARA scope and the purpose. */
+  camaraToken: string
+  /** Well-formed CAMARA tokens that must be refused: expired, signed with a key never published, for another audience. */
+  refusedCamaraTokens: string[]
   records: FixtureRecord[]
 }
 
@@ -94,5 +99,28 @@ export async function seedFixtures(h: Harness): Promise<Fixtures> {
     { start: '2024-02-29T23:30:00+05:30', end: '2024-03-01T00:10:00Z' },
     ...await callFixtures(h),
   ]
-  return { apiKey, revokedKey, records }
+  const camara = await camaraFixtures(h)
+  return { apiKey, revokedKey, records: [...records, ...camara.records], camaraToken: camara.camaraToken, refusedCamaraTokens: camara.refusedCamaraTokens }
+}
+
+/**
+ * CAMARA SIM Swap and Device Swap: tokens, and change records on a mobile number (the other
+ * fixtures' numbers are London fixed lines, to which the swap APIs do not apply). No per-client
+ * rate: a 429 would hide what the request deserved (as PUBLIC_RATE_LIMIT=0).
+ */
+async function camaraFixtures(h: Harness): Promise<Pick<Fixtures, 'camaraToken' | 'refusedCamaraTokens' | 'records'>> {
+  setCamaraRateLimit(h.service, 1_000_000)
+  const phone = `+447911${String(randomInt(0, 1_000_000)).padStart(6, '0')}`
+  await recordChange(h.service, phone, 'activation', Date.now() - 40 * DAY)
+  await recordChange(h.service, phone, 'sim-change', Date.now() - 2 * HOUR)
+  await recordChange(h.service, phone, 'device-change', Date.now() - 20 * DAY)
+  return {
+    records: [{ phoneNumber: phone }, { phoneNumber: phone, maxAge: 24 }],
+    camaraToken: await camaraToken(h.service, { expiresInS: 3600 }),
+    refusedCamaraTokens: [
+      await camaraToken(h.service, { expiresInS: -60 }),
+      await camaraToken(h.service, { foreignKey: true }),
+      await camaraToken(h.service, { audience: 'https://elsewhere.example' }),
+    ],
+  }
 }

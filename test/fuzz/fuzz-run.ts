@@ -64,10 +64,12 @@ export async function runFuzz(h: Harness, options: FuzzOptions): Promise<FuzzRep
   const ops = listOperations(doc)
   const fixtures = await seedFixtures(h)
   const resolve = refResolver(doc)
-  const oracle: OracleContext = { ops, apiKey: fixtures.apiKey, resolve }
-  const requestCtx = { resolve, records: fixtures.records, apiKey: fixtures.apiKey }
+  const oracle: OracleContext = { ops, apiKey: fixtures.apiKey, camaraToken: fixtures.camaraToken, resolve }
+  const requestCtx = { resolve, records: fixtures.records, apiKey: fixtures.apiKey, camaraToken: fixtures.camaraToken }
   const valid = fc.oneof(...ops.map((op) => validCaseArbitrary(op, requestCtx)))
-  const mutated = mutatedCaseArbitrary(valid, { ops, apiKey: fixtures.apiKey, revokedKey: fixtures.revokedKey })
+  const mutated = mutatedCaseArbitrary(valid, {
+    ops, apiKey: fixtures.apiKey, revokedKey: fixtures.revokedKey, camaraToken: fixtures.camaraToken, refusedCamaraTokens: fixtures.refusedCamaraTokens,
+  })
 
   const report: FuzzReport = {
     seed: options.seed, engine: h.service.db.engine, operations: ops.map((o) => o.id),

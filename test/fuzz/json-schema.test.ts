@@ -113,11 +113,11 @@ test('path, query and header parameters and API keys are generated, and the orac
   }
   const [op] = listOperations(doc)
   assert.equal(op!.apiKeyHeader, 'x-api-key')
-  for (const c of fc.sample(validCaseArbitrary(op!, { ...ctx, apiKey: 'k' }), { numRuns: 100, seed: 2 })) {
+  for (const c of fc.sample(validCaseArbitrary(op!, { ...ctx, apiKey: 'k', camaraToken: 't' }), { numRuns: 100, seed: 2 })) {
     assert.match(c.request.url, /^\/items\/[a-z]{3}\?limit=\d+/)
     assert.equal(c.request.headers['x-api-key'], 'k')
     assert.equal(typeof parseQuery(c.request.url.split('?')[1]!).limit, 'string')
-    const oracle = { ops: [op!], apiKey: 'k', resolve: ctx.resolve }
+    const oracle = { ops: [op!], apiKey: 'k', camaraToken: 't', resolve: ctx.resolve }
     assert.deepEqual(classify(c, oracle), { kind: 'accept' }, c.request.url)
     assert.deepEqual(classify({ ...c, request: { ...c.request, headers: {} } }, oracle), { kind: 'reject', why: 'no valid API key', statuses: [401] })
     assert.equal(classify({ ...c, request: { ...c.request, url: c.request.url.replace(/limit=\d+/, 'limit=51') } }, oracle).kind, 'reject')

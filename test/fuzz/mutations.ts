@@ -12,6 +12,9 @@ export interface MutationContext {
   ops: readonly Operation[]
   apiKey: string
   revokedKey: string
+  /** The valid CAMARA access token, and well-formed ones that must be refused (expired, forged, wrong audience). */
+  camaraToken: string
+  refusedCamaraTokens: readonly string[]
 }
 
 interface Mutator {
@@ -193,6 +196,22 @@ const MUTATORS: Mutator[] = [
         const m = withRequest(c, key === undefined ? 'no API key' : key === ctx.revokedKey ? 'revoked API key' : `API key ${JSON.stringify(key.slice(0, 60))}`, {})
         if (key === undefined) delete m.request.headers[header]
         else m.request.headers[header] = key
+        return m
+      })
+    },
+  },
+  {
+    name: 'access token',
+    applies: (c) => c.op.bearerToken === true,
+    arbitrary: (c, ctx) => {
+      const token = ctx.camaraToken
+      const flipped = `${token.slice(0, -2)}${token.endsWith('AA') ? 'BB' : 'AA'}`
+      const bad = ['', 'Bearer', 'Bearer ', token, `Basic ${token}`, `Bearer ${flipped}`, `Bearer ${token}x`, `Bearer ${token.split('.').slice(0, 2).join('.')}.`,
+        `Bearer ${token}, Bearer ${token}`, `Bearer ${'t'.repeat(8000)}`, ...ctx.refusedCamaraTokens.map((t) => `Bearer ${t}`)]
+      return fc.option(fc.constantFrom(...bad), { nil: undefined }).map((value) => {
+        const m = withRequest(c, value === undefined ? 'no access token' : `Authorization ${JSON.stringify(value.slice(0, 60))}`, {})
+        if (value === undefined) delete m.request.headers.authorization
+        else m.request.headers.authorization = value
         return m
       })
     },

@@ -32,6 +32,8 @@ export interface Operation {
   body?: { required: boolean; mediaTypes: string[]; schema: JsonSchema }
   /** The header carrying the API key, when the operation requires one. */
   apiKeyHeader?: string
+  /** The operation takes an OpenID Connect access token (`Authorization: Bearer`): the CAMARA APIs. */
+  bearerToken?: boolean
   /** Documented JSON response schemas by status key (`200`, `400`, `4XX`...). */
   responses: Record<string, JsonSchema>
 }
@@ -82,17 +84,23 @@ function deref<T>(value: unknown, resolve: (ref: string) => JsonSchema): T {
   return (typeof ref === 'string' ? resolve(ref) : value) as T
 }
 
-function apiKeyHeaderOf(doc: OpenApiDocument, security: Record<string, unknown[]>[] | undefined, where: string): string | undefined {
+/**
+ * What authenticates a request to the operation: an API key in a header, or an OpenID Connect
+ * access token (alternatives of one openIdConnect scheme: the same token, other scopes).
+ */
+function authOf(doc: OpenApiDocument, security: Record<string, unknown[]>[] | undefined, where: string): { apiKeyHeader?: string; bearerToken?: boolean } {
   const requirements = security ?? doc.security ?? []
   // An empty requirement object makes authentication optional: fuzz it as keyless.
-  if (requirements.length === 0 || requirements.some((r) => Object.keys(r).length === 0)) return undefined
-  const names = Object.keys(requirements[0]!)
+  if (requirements.length === 0 || requirements.some((r) => Object.keys(r).length === 0)) return {}
+  const names = [...new Set(requirements.flatMap((r) => Object.keys(r)))]
+  const schemeOf = (name: string) => doc.components?.securitySchemes?.[name]
+  if (names.length === 1 && requirements.every((r) => Object.keys(r).length === 1) && schemeOf(names[0]!)?.type === 'openIdConnect') return { bearerToken: true }
   if (requirements.length > 1 || names.length !== 1) throw new UnsupportedSchemaError(`${where}: security alternatives or combinations are not supported`)
-  const scheme = doc.components?.securitySchemes?.[names[0]!]
+  const scheme = schemeOf(names[0]!)
   if (scheme?.type !== 'apiKey' || scheme.in !== 'header' || typeof scheme.name !== 'string') {
-    throw new UnsupportedSchemaError(`${where}: security scheme "${names[0]}" is not an apiKey in a header`)
+    throw new UnsupportedSchemaError(`${where}: security scheme "${names[0]}" is not an apiKey in a header nor openIdConnect`)
   }
-  return scheme.name.toLowerCase()
+  return { apiKeyHeader: scheme.name.toLowerCase() }
 }
 
 /** Every operation of the document, in document order. */
@@ -139,8 +147,8 @@ export function listOperations(doc: OpenApiDocument): Operation[] {
         const schema = deref<{ content?: Record<string, { schema?: JsonSchema }> }>(r, resolve).content?.['application/json']?.schema
         if (schema !== undefined) responses[status.toUpperCase()] = deref<JsonSchema>(schema, resolve)
       }
-      const apiKeyHeader = apiKeyHeaderOf(doc, raw.security as Record<string, unknown[]>[] | undefined, id)
-      ops.push({ id, method: method.toUpperCase(), path, params, ...(body ? { body } : {}), ...(apiKeyHeader ? { apiKeyHeader } : {}), responses })
+      const auth = authOf(doc, raw.security as Record<string, unknown[]>[] | undefined, id)
+      ops.push({ id, method: method.toUpperCase(), path, params, ...(body ? { body } : {}), ...auth, responses })
     }
   }
   return ops
@@ -180,6 +188,8 @@ export function queryString(values: Record<string, unknown>): string {
 export interface RequestContext extends SchemaContext {
   /** A key holding every scope. */
   apiKey: string
+  /** A CAMARA access token (two-legged) with every CAMARA scope and the purpose. */
+  camaraToken: string
 }
 
 /** Valid requests to `op`: parameters and body from their schemas, fixtures overlaid, the key, the content type. */
@@ -204,6 +214,7 @@ export function validCaseArbitrary(op: Operation, ctx: RequestContext): fc.Arbit
     const url = op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => encode(paramText(path[name], name))) + queryString(query)
     const headers: Record<string, string> = Object.fromEntries(Object.entries(header).map(([k, v]) => [k.toLowerCase(), paramText(v, k)]))
     if (op.apiKeyHeader !== undefined) headers[op.apiKeyHeader] = ctx.apiKey
+    if (op.bearerToken === true) headers.authorization = `Bearer ${ctx.camaraToken}`
     const request: FuzzRequest = { method, url, headers }
     if (!('value' in body)) return { op, request }
     if (body.ndjson && Array.isArray(body.value)) {

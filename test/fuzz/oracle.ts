@@ -16,6 +16,8 @@ export type Expectation =
 export interface OracleContext {
   ops: readonly Operation[]
   apiKey: string
+  /** The valid CAMARA access token the valid requests carry. */
+  camaraToken: string
   resolve(ref: string): JsonSchema
 }
 
@@ -82,6 +84,9 @@ export function classify(c: FuzzCase, ctx: OracleContext): Expectation {
   if (op.apiKeyHeader !== undefined && headers[op.apiKeyHeader] !== ctx.apiKey) {
     return { kind: 'reject', why: 'no valid API key', statuses: [401] }
   }
+  if (op.bearerToken === true && headers.authorization !== `Bearer ${ctx.camaraToken}`) {
+    return { kind: 'reject', why: 'no valid access token', statuses: [401] }
+  }
   const pathValues = pathPattern(op.path).exec(path)!.slice(1).map(decodeComponent)
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
   const params: Record<string, Record<string, unknown>> = {
@@ -119,6 +124,39 @@ const SCHEMA_REJECTION = /^(body|querystring|params|headers)\b.*\b(must match pa
 function documentedKeys(op: Operation | undefined, status: number): Set<string> {
   const schema = op?.responses[String(status)] ?? op?.responses[`${String(status)[0]}XX`]
   return new Set([...ERROR_KEYS, ...Object.keys((schema?.properties ?? {}) as object)])
+}
+
+/** Status of each Commonalities 0.6 code the CAMARA routes answer. */
+const CAMARA_CODE_STATUS: Record<string, number> = {
+  INVALID_ARGUMENT: 400, OUT_OF_RANGE: 400, UNAUTHENTICATED: 401, PERMISSION_DENIED: 403, NOT_FOUND: 404, IDENTIFIER_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405, UNSUPPORTED_MEDIA_TYPE: 415, SERVICE_NOT_APPLICABLE: 422, MISSING_IDENTIFIER: 422, UNNECESSARY_IDENTIFIER: 422,
+  TOO_MANY_REQUESTS: 429, QUOTA_EXCEEDED: 429, INTERNAL: 500, UNAVAILABLE: 503,
+}
+const X_CORRELATOR = /^[a-zA-Z0-9-_:;.\/<>{}]{0,256}$/
+
+/** An operation whose errors are CAMARA's `{status, code, message}` (its documented 4XX has `status`, not `success`). */
+export function answersInCamaraShape(op: Operation): boolean {
+  const props = (op.responses['4XX']?.properties ?? {}) as Record<string, unknown>
+  return 'status' in props && !('success' in props)
+}
+
+/** CAMARA's error shape, exactly; and the request's x-correlator, when valid, echoed. */
+function camaraErrorProblems(c: FuzzCase, res: LightMyRequestResponse): string[] {
+  const problems: string[] = []
+  if (!/^application\/json/.test(String(res.headers['content-type'] ?? ''))) problems.push(`error content-type "${String(res.headers['content-type'])}"`)
+  let body: Record<string, unknown>
+  try { body = JSON.parse(res.body) as Record<string, unknown> } catch { return [...problems, 'error body is not JSON'] }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [...problems, 'error body is not an object']
+  const keys = Object.keys(body).sort().join(',')
+  if (keys !== 'code,message,status') problems.push(`CAMARA error fields ${keys}`)
+  if (body.status !== res.statusCode) problems.push(`status ${JSON.stringify(body.status)} in a ${res.statusCode} answer`)
+  if (typeof body.code !== 'string' || CAMARA_CODE_STATUS[body.code] === undefined) problems.push(`code ${JSON.stringify(body.code)} is not a Commonalities code`)
+  else if (CAMARA_CODE_STATUS[body.code] !== res.statusCode) problems.push(`code ${body.code} with status ${res.statusCode}`)
+  if (typeof body.message !== 'string' || body.message === '') problems.push('message is not a non-empty string')
+  if (/\bat .*\.(ts|js|mjs):\d+|"stack"|node_modules|\/src\//.test(res.body)) problems.push('internals leaked')
+  const correlator = c.request.headers['x-correlator']
+  if (correlator !== undefined && correlator !== '' && X_CORRELATOR.test(correlator) && res.headers['x-correlator'] !== correlator) problems.push('x-correlator not echoed')
+  return problems
 }
 
 function errorShapeProblems(res: LightMyRequestResponse, documented: Set<string>): string[] {
@@ -161,13 +199,19 @@ export function responseProblems(c: FuzzCase, expectation: Expectation, res: Lig
   }
   if (expectation.kind === 'accept' && status === 400 && !head) {
     let text: unknown
-    try { text = (JSON.parse(res.body) as { error?: unknown }).error } catch { text = undefined }
+    try {
+      const body = JSON.parse(res.body) as { error?: unknown; message?: unknown }
+      text = answersInCamaraShape(c.op) ? body.message : body.error
+    } catch { text = undefined }
     if (typeof text === 'string' && SCHEMA_REJECTION.test(text)) problems.push(`schema validation refused a request the document accepts: ${text}`)
   }
   if (head) {
     if (res.body !== '') problems.push('HEAD answered with a body')
   } else if (res.body === '' && status !== 204 && status !== 304) {
     problems.push(`empty body with ${status}`)
+  } else if (status >= 400 && answersInCamaraShape(c.op)) {
+    // Every answer under a CAMARA route's prefix (mutants keep it): 404 and 405 included.
+    problems.push(...camaraErrorProblems(c, res))
   } else if (status >= 400) {
     const op = expectation.kind === 'reject' && expectation.statuses?.includes(405) ? undefined : c.op
     problems.push(...errorShapeProblems(res, documentedKeys(op, status)))
