@@ -1,4 +1,5 @@
 import type { Database } from '../../db/engine.ts'
+import { LeaderInterval } from '../../db/leader-interval.ts'
 import type { LeaderLock } from '../../db/leader-lock.ts'
 import { endSubscription } from './end-subscription.ts'
 import type { TerminationReason } from './subscription.ts'
@@ -20,30 +21,20 @@ const BATCH = 200
 export class SubscriptionSweeper {
   readonly #db: Database
   readonly #publicBaseUrl: () => string
-  readonly #intervalMs: number
-  readonly #lock: LeaderLock | undefined
-  #timer: NodeJS.Timeout | undefined
-  #running: Promise<void> | undefined
+  readonly #interval: LeaderInterval
   /** Told when something was ended (the delivery worker wakes). */
   onEnded: () => void = () => {}
 
   constructor(db: Database, options: { publicBaseUrl: () => string; intervalMs: number; lock?: LeaderLock }) {
     this.#db = db
     this.#publicBaseUrl = options.publicBaseUrl
-    this.#intervalMs = options.intervalMs
-    this.#lock = options.lock
+    this.#interval = new LeaderInterval(options.intervalMs, options.lock, async () => {
+      if ((await this.sweep()) > 0) this.onEnded()
+    })
   }
 
   start(): void {
-    this.#timer = setInterval(() => {
-      if (this.#running === undefined) this.#running = this.#tick().then(() => {}, () => {}).finally(() => { this.#running = undefined })
-    }, this.#intervalMs)
-    this.#timer.unref()
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#lock !== undefined && !(await this.#lock.acquire())) return
-    if ((await this.sweep()) > 0) this.onEnded()
+    this.#interval.start()
   }
 
   /** Ends everything due at `now`; returns how many. */
@@ -61,9 +52,7 @@ export class SubscriptionSweeper {
     }
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.#timer)
-    await this.#running
-    await this.#lock?.close()
+  stop(): Promise<void> {
+    return this.#interval.stop()
   }
 }
