@@ -84,16 +84,16 @@ function checkSinkCredential(request: SubscriptionRequest, now: number): { acces
   }
   if (credential.accessTokenExpiresUtc === undefined) throw new CamaraError(400, 'INVALID_ARGUMENT', 'sinkCredential.accessTokenExpiresUtc is required.')
   const expiresAt = instant(credential.accessTokenExpiresUtc, 'sinkCredential.accessTokenExpiresUtc')
-  if (expiresAt <= now) throw new CamaraError(400, 'OUT_OF_RANGE', 'sinkCredential.accessTokenExpiresUtc is in the past.')
+  if (expiresAt <= now) throw new CamaraError(400, 'INVALID_ARGUMENT', 'sinkCredential.accessTokenExpiresUtc is in the past.')
   return { accessToken: token, expiresAt }
 }
 
-/** Step: an expiry in the future, if any. */
+/** Step: an expiry in the future, if any (one in the past is INVALID_ARGUMENT, as the definition's tests say). */
 function checkExpiry(request: SubscriptionRequest, now: number): number | null {
   const requested = request.config.subscriptionExpireTime
   if (requested === undefined) return null
   const at = instant(requested, 'config.subscriptionExpireTime')
-  if (at <= now) throw new CamaraError(400, 'OUT_OF_RANGE', 'config.subscriptionExpireTime is in the past.')
+  if (at <= now) throw new CamaraError(400, 'INVALID_ARGUMENT', 'config.subscriptionExpireTime is in the past.')
   return at
 }
 
