@@ -1,6 +1,6 @@
 /**
  * Every migration of the service, in order: the foundation's (src/db) and each area's own
- * (src/approvals, src/stats, src/events, src/caller/shaken, src/accounts, src/keys, src/ledger, src/swaps). Assembled here, above the areas, so that src/db imports no area. Versions are
+ * (src/approvals, src/stats, src/events, src/caller/shaken, src/accounts, src/keys, src/ledger, src/swaps, src/camara). Assembled here, above the areas, so that src/db imports no area. Versions are
  * unique and consecutive; a gap or a duplicate stops the start, not a deployment halfway.
  */
 import { FOUNDATION_MIGRATIONS, type Migration } from './db/migrations.ts'
@@ -12,6 +12,7 @@ import { KEYS_MIGRATIONS } from './keys/migrations.ts'
 import { LEDGER_MIGRATIONS } from './ledger/migrations.ts'
 import { STATS_MIGRATIONS } from './stats/migrations.ts'
 import { SWAPS_MIGRATIONS } from './swaps/migrations.ts'
+import { CAMARA_MIGRATIONS } from './camara/migrations.ts'
 
 function inOrder(migrations: Migration[]): Migration[] {
   const sorted = [...migrations].sort((a, b) => a.version - b.version)
@@ -21,4 +22,4 @@ function inOrder(migrations: Migration[]): Migration[] {
   return sorted
 }
 
-export const MIGRATIONS: readonly Migration[] = inOrder([...FOUNDATION_MIGRATIONS, ...STATS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...SHAKEN_MIGRATIONS, ...APPROVALS_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...KEYS_MIGRATIONS, ...LEDGER_MIGRATIONS, ...SWAPS_MIGRATIONS])
+export const MIGRATIONS: readonly Migration[] = inOrder([...FOUNDATION_MIGRATIONS, ...STATS_MIGRATIONS, ...EVENTS_MIGRATIONS, ...SHAKEN_MIGRATIONS, ...APPROVALS_MIGRATIONS, ...ACCOUNTS_MIGRATIONS, ...KEYS_MIGRATIONS, ...LEDGER_MIGRATIONS, ...SWAPS_MIGRATIONS, ...CAMARA_MIGRATIONS])

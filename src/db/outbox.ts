@@ -7,6 +7,11 @@ export { DECISION_EVENT_TYPES, type DecisionEventType }
 /** `kns webhook test`: sent to one subscription only, whatever it subscribed to. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 export type EventType = DecisionEventType | typeof TEST_EVENT_TYPE
+/**
+ * The owner (`api_key_id`) of the events and subscriptions of an OAuth client of the login
+ * provider (the CAMARA subscriptions), `client:<clientId>`: never an API key's ID (16 hex digits).
+ */
+export const CLIENT_OWNER_PREFIX = 'client:'
 
 export interface NewEvent {
   type: EventType
@@ -52,7 +57,7 @@ export async function recordEvent(tx: Executor, event: NewEvent, options: { subs
  * type (or only to `subscriptionId`, for a test or a replay to one endpoint).
  */
 export async function queueDeliveries(
-  tx: Executor, eventId: string, event: Pick<NewEvent, 'type' | 'approvalNumber' | 'apiKeyId'>, now: number, subscriptionId?: string,
+  tx: Executor, eventId: string, event: { type: string; approvalNumber: string | null; apiKeyId: string }, now: number, subscriptionId?: string,
 ): Promise<number> {
   const wanted = subscriptionId === undefined
     ? `api_key_id = $4 AND (events = '*' OR (',' || events || ',') LIKE $5)`

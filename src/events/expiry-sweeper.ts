@@ -1,5 +1,6 @@
 import { expireDue } from '../approvals/approval.ts'
 import type { Database } from '../db/engine.ts'
+import { LeaderInterval } from '../db/leader-interval.ts'
 import type { LeaderLock } from '../db/leader-lock.ts'
 
 /** Approvals expired per transaction: a backlog (after downtime) goes in bounded steps. */
@@ -15,34 +16,22 @@ const BATCH = 500
  */
 export class ExpirySweeper {
   readonly #db: Database
-  readonly #intervalMs: number
-  readonly #lock: LeaderLock | undefined
-  #timer: NodeJS.Timeout | undefined
-  #running: Promise<void> | undefined
+  readonly #interval: LeaderInterval
   #stopped = false
   expired = 0
 
   constructor(db: Database, options: { intervalMs: number; lock?: LeaderLock }) {
     this.#db = db
-    this.#intervalMs = options.intervalMs
-    this.#lock = options.lock
+    this.#interval = new LeaderInterval(options.intervalMs, options.lock, () => this.sweep())
   }
 
   /** Whether this process sweeps now (holds the lock; always without one). */
   get sweeping(): boolean {
-    return !this.#stopped && (this.#lock?.held ?? true)
+    return !this.#stopped && this.#interval.leading
   }
 
   start(): void {
-    this.#timer = setInterval(() => {
-      if (this.#running === undefined) this.#running = this.#tick().then(() => {}, () => {}).finally(() => { this.#running = undefined })
-    }, this.#intervalMs)
-    this.#timer.unref()
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#lock !== undefined && !(await this.#lock.acquire())) return
-    await this.sweep()
+    this.#interval.start()
   }
 
   /** Expires everything due now; returns how many. */
@@ -60,8 +49,6 @@ export class ExpirySweeper {
 
   async stop(): Promise<void> {
     this.#stopped = true
-    clearInterval(this.#timer)
-    await this.#running
-    await this.#lock?.close()
+    await this.#interval.stop()
   }
 }

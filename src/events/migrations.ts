@@ -101,4 +101,10 @@ export const EVENTS_MIGRATIONS: Migration[] = [
     // Null when tracing is off, and in rows the previous release writes.
     up: ['ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT'],
   },
+  {
+    version: 23,
+    name: 'events: a subscription\'s delivery format (standard-webhooks, or cloudevents for the CAMARA subscriptions)',
+    // Every subscription before this one is a vendor's Standard Webhooks endpoint.
+    up: [`ALTER TABLE webhook_subscriptions ADD COLUMN format TEXT NOT NULL DEFAULT 'standard-webhooks'`],
+  },
 ]

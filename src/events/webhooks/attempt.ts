@@ -2,7 +2,7 @@ import { describeOutboundFailure, outboundRequest, OutboundRefusedError, type Ou
 import type { SealedBox } from '../../lib/sealed-box.ts'
 import { inSpan, markFailed, tracingOn } from '../../lib/tracing.ts'
 import type { ClaimedDelivery } from './deliveries.ts'
-import { webhookHeaders } from './signature.ts'
+import { deliveryHeaders } from './delivery-format.ts'
 
 /**
  * Why an attempt failed, as a class (a metric's label, a log line's field; `error` says the
@@ -52,9 +52,9 @@ async function attempt(delivery: ClaimedDelivery, box: SealedBox, outbound: Outb
     secret = box.open(delivery.secretSealed)
   } catch {
     // Another server secret than the one it was sealed with: no attempt can ever succeed.
-    return { delivered: false, status: null, error: 'the signing secret cannot be opened (KNS_SECRET changed?)', reason: 'secret', retry: false }
+    return { delivered: false, status: null, error: 'the subscription\'s secret cannot be opened (KNS_SECRET changed?)', reason: 'secret', retry: false }
   }
-  const headers = webhookHeaders(secret, delivery.eventId, delivery.body, now())
+  const headers = deliveryHeaders(delivery.format, secret, delivery.eventId, delivery.body, now())
   let response
   try {
     response = await outboundRequest(delivery.url, { method: 'POST', headers, body: delivery.body, purpose: 'webhook' }, outbound)

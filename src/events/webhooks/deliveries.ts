@@ -1,7 +1,8 @@
 import type { Database, Executor } from '../../db/engine.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
 import { randomHex } from '../../lib/random-hex.ts'
-import { queueDeliveries, TEST_EVENT_TYPE, type EventType } from '../../db/outbox.ts'
+import { CLIENT_OWNER_PREFIX, queueDeliveries, TEST_EVENT_TYPE, type EventType } from '../../db/outbox.ts'
+import type { DeliveryFormat } from './delivery-format.ts'
 
 /** A delivery claimed for one attempt: everything the attempt needs. */
 export interface ClaimedDelivery {
@@ -14,6 +15,8 @@ export interface ClaimedDelivery {
   subscriptionId: string
   url: string
   secretSealed: string
+  /** How the attempt is written (delivery-format.ts). */
+  format: DeliveryFormat
   body: string
   /** Attempts including this one. */
   attempts: number
@@ -92,14 +95,14 @@ export async function claimDue(db: Database, now: number, limit: number, leaseMs
     WHERE id IN (SELECT id FROM webhook_deliveries WHERE id IN (${pick})
       AND state = 'pending' AND (locked_until IS NULL OR locked_until <= $3) ${skipLocked})`, params)
   if (claimed === 0) return []
-  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; body: string; attempts: number; created_at: number; removed_at: number | null; traceparent: string | null }>(
-    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, e.body, d.attempts, d.created_at, s.removed_at, d.traceparent
+  const rows = await db.all<{ id: number; event_id: string; subscription_id: string; url: string; secret_sealed: string; format: DeliveryFormat; body: string; attempts: number; created_at: number; removed_at: number | null; traceparent: string | null }>(
+    `SELECT d.id, d.event_id, d.subscription_id, s.url, s.secret_sealed, s.format, e.body, d.attempts, d.created_at, s.removed_at, d.traceparent
      FROM webhook_deliveries d
      JOIN webhook_subscriptions s ON s.id = d.subscription_id
      JOIN approval_events e ON e.event_id = d.event_id
      WHERE d.claim = $1 ORDER BY d.id`, [claim])
   return rows.map((r) => ({
-    id: Number(r.id), claim, removed: r.removed_at !== null, eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed,
+    id: Number(r.id), claim, removed: r.removed_at !== null, eventId: r.event_id, subscriptionId: r.subscription_id, url: r.url, secretSealed: r.secret_sealed, format: r.format,
     body: r.body, attempts: Number(r.attempts), createdAt: Number(r.created_at), traceparent: r.traceparent ?? null,
   }))
 }
@@ -197,6 +200,17 @@ export async function replayEvent(db: Database, eventId: string): Promise<{ even
       'SELECT type, approval_number, api_key_id FROM approval_events WHERE event_id = $1', [eventId])
     if (event === undefined) throw new NotFoundError(`no event ${eventId}`, { field: 'eventId' })
     if (event.type === TEST_EVENT_TYPE) throw new ValidationError('a test event is not replayed: send a new one (kns webhook test)', { field: 'eventId' })
+    if (event.api_key_id.startsWith(CLIENT_OWNER_PREFIX)) {
+      // A CAMARA event (a CloudEvent) concerns one subscription, one number: sent again to the
+      // subscription(s) it went to, never to the client's other sinks. Ordered after the
+      // subscription's pending events, as at first (their delivery key is the subscription).
+      const earlier = await tx.all<{ subscription_id: string }>('SELECT DISTINCT subscription_id FROM webhook_deliveries WHERE event_id = $1', [eventId])
+      let deliveries = 0
+      for (const { subscription_id: id } of earlier) {
+        deliveries += await queueDeliveries(tx, eventId, { type: event.type, approvalNumber: id, apiKeyId: event.api_key_id }, Date.now(), id)
+      }
+      return { eventId, deliveries }
+    }
     const deliveries = await queueDeliveries(tx, eventId, { type: event.type, approvalNumber: event.approval_number, apiKeyId: event.api_key_id }, Date.now())
     return { eventId, deliveries }
   })

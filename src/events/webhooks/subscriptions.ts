@@ -106,15 +106,18 @@ export async function addSubscription(
   return { id, keyId: input.keyId, url, events: events === '*' ? [...DECISION_EVENT_TYPES] : events, createdAt: now, removedAt: null, consecutiveFailures: 0, pausedUntil: null, secret }
 }
 
+/** A vendor's endpoints only: a CAMARA subscription (format `cloudevents`) is its client's, managed through the CAMARA API. */
+const VENDOR_ENDPOINT = `removed_at IS NULL AND format = 'standard-webhooks'`
+
 export async function listSubscriptions(db: Executor, filter: { keyId?: string } = {}): Promise<Subscription[]> {
   const rows = filter.keyId === undefined
-    ? await db.all<SubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE removed_at IS NULL ORDER BY created_at, id')
-    : await db.all<SubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE removed_at IS NULL AND api_key_id = $1 ORDER BY created_at, id', [filter.keyId])
+    ? await db.all<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE ${VENDOR_ENDPOINT} ORDER BY created_at, id`)
+    : await db.all<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE ${VENDOR_ENDPOINT} AND api_key_id = $1 ORDER BY created_at, id`, [filter.keyId])
   return rows.map(fromRow)
 }
 
 export async function findSubscription(db: Executor, id: string): Promise<Subscription & { secretSealed: string }> {
-  const row = await db.get<SubscriptionRow & { secret_sealed: string }>('SELECT * FROM webhook_subscriptions WHERE id = $1 AND removed_at IS NULL', [id])
+  const row = await db.get<SubscriptionRow & { secret_sealed: string }>(`SELECT * FROM webhook_subscriptions WHERE id = $1 AND ${VENDOR_ENDPOINT}`, [id])
   if (row === undefined) throw new NotFoundError(`no webhook ${id}`, { field: 'id' })
   return { ...fromRow(row), secretSealed: row.secret_sealed }
 }
@@ -126,7 +129,7 @@ export async function findSubscription(db: Executor, id: string): Promise<Subscr
 export async function removeSubscription(db: Database, id: string): Promise<Subscription> {
   return db.transaction(async (tx) => {
     const now = Date.now()
-    const row = await tx.get<SubscriptionRow>('UPDATE webhook_subscriptions SET removed_at = $1 WHERE id = $2 AND removed_at IS NULL RETURNING *', [now, id])
+    const row = await tx.get<SubscriptionRow>(`UPDATE webhook_subscriptions SET removed_at = $1 WHERE id = $2 AND ${VENDOR_ENDPOINT} RETURNING *`, [now, id])
     if (row === undefined) throw new NotFoundError(`no webhook ${id}`, { field: 'id' })
     await tx.run(`UPDATE webhook_deliveries SET state = 'failed', last_error = 'subscription removed', finished_at = $1, claim = NULL, locked_until = NULL
       WHERE subscription_id = $2 AND state = 'pending'`, [now, id])
