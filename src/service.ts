@@ -26,6 +26,7 @@ import type { Ledger } from './ledger/ledger.ts'
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts'
 import { Accounts } from './accounts/accounts.ts'
 import { SwapRecords } from './swaps/swap-records.ts'
+import { CamaraSubscriptions } from './camara/subscriptions/subscriptions.ts'
 
 /** Everything a request handler or CLI command needs, opened once per process. */
 export interface Service {
@@ -54,6 +55,8 @@ export interface Service {
   accounts: Accounts
   /** The SIM and device change records the operator reports (the SIM Swap and Device Swap answers' source). */
   swaps: SwapRecords
+  /** CAMARA SIM Swap Subscriptions: told of every recorded change; their sweeper runs once `start()` (servers). */
+  camaraSubscriptions: CamaraSubscriptions
   /** What an operator must hear at start (a server logs them as warnings). */
   warnings: string[]
   close(): Promise<void>
@@ -155,6 +158,9 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const events = new Events(config, db, ledger, secret)
     const shakenCredentials = new Credentials(db, () => new SealedBox(secret(), 'shaken-credentials'))
     const swaps = new SwapRecords(db, config.simSwapMonitoredDays)
+    const camaraSubscriptions = new CamaraSubscriptions(config, db, events)
+    // A SIM change's `swapped` events are queued in the transaction that records it (the outbox).
+    swaps.onRecorded(async (tx, recorded) => { await camaraSubscriptions.changesRecorded(tx, recorded) })
     if (changes !== null) {
       changes.on('change', (topic) => { if (topic === APPROVAL_TOPIC) events.decided() })
       keyDirectory.subscribe(changes)
@@ -172,13 +178,14 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     }
     return {
       config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks,
-      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts, swaps,
+      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts, swaps, camaraSubscriptions,
       get secret(): Buffer {
         return secret()
       },
       apiKeys: new ApiKeyAuthenticator(db),
       async close() {
         swaps.stop()
+        await camaraSubscriptions.stop()
         await events.stop()
         await accounts.close()
         await changes?.close()

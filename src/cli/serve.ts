@@ -130,6 +130,8 @@ export async function serve(service: Service): Promise<FastifyInstance> {
     else if (state === 'unreachable' || state === 'failing') app.log.warn({ err }, 'ledger watcher: cannot read the ledger\'s events; retrying with backoff (nothing is skipped)')
   }
   service.events.start()
+  // Subscriptions end on time (their expiry, their sink token's), one process sweeping.
+  service.camaraSubscriptions.start()
   // The monitored period (SIM_SWAP_MONITORED_DAYS), hourly like the retention prune.
   service.swaps.start()
   for (const warning of service.warnings) app.log.warn(warning)

@@ -6,13 +6,10 @@
  * schema lets those values through rather than answering INVALID_ARGUMENT for them.
  */
 import { Type, type Static } from 'typebox'
+import { CamaraPhoneNumber } from './camara-schemas.ts'
 import { StringEnum } from './string-enum.ts'
 
 const SWAPPED = 'org.camaraproject.sim-swap-subscriptions.v0.swapped'
-const PhoneNumber = Type.String({
-  pattern: '^\\+[1-9][0-9]{4,14}$',
-  description: 'E.164 with its leading +. Only with a two-legged token (three-legged: the number is the token\'s; giving one is 422 UNNECESSARY_IDENTIFIER)',
-})
 const DateTime = Type.String({ format: 'date-time', maxLength: 64, description: 'RFC 3339 with a time zone' })
 const Word = Type.String({ minLength: 1, maxLength: 64 })
 
@@ -27,7 +24,7 @@ const SinkCredential = Type.Object({
 }, { additionalProperties: false })
 
 const RequestConfig = Type.Object({
-  subscriptionDetail: Type.Object({ phoneNumber: Type.Optional(PhoneNumber) }, { additionalProperties: false }),
+  subscriptionDetail: Type.Object({ phoneNumber: Type.Optional(CamaraPhoneNumber) }, { additionalProperties: false }),
   subscriptionExpireTime: Type.Optional(DateTime),
   subscriptionMaxEvents: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
 }, { additionalProperties: false })

@@ -19,6 +19,7 @@ export function subscriptionView(s: StoredSubscription) {
     id: s.id,
     startsAt: iso(s.createdAt),
     ...(s.expiresAt === null ? {} : { expiresAt: iso(s.expiresAt) }),
-    status: s.status,
+    // A deleted subscription is never shown (not found), so what is shown is live or ended.
+    status: s.status === 'ACTIVE' ? 'ACTIVE' as const : 'EXPIRED' as const,
   }
 }

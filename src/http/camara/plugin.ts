@@ -11,6 +11,7 @@ import type { OtherErrorShape } from '../transport.ts'
 import { correlatorEcho, echoCorrelator } from './correlator.ts'
 import { asCamaraError, camaraErrorBody, camaraErrorHeaders, useCamaraErrors } from './errors.ts'
 import { SWAP_APIS, swapRoutes } from './swap-routes.ts'
+import { SUBSCRIPTIONS_PREFIX, subscriptionRoutes } from './subscription-routes.ts'
 
 /** The verifier of CAMARA access tokens: the login provider's keys, issuer and clients, this service's API root as the audience. */
 export function camaraTokens(service: Service): CamaraTokens {
@@ -23,11 +24,12 @@ export async function camaraRoutes(app: FastifyInstance, { service }: { service:
   app.addHook('onSend', echoCorrelator)
   const tokens = camaraTokens(service)
   for (const api of SWAP_APIS) await app.register(swapRoutes, { prefix: api.prefix, service, tokens, api })
+  await app.register(subscriptionRoutes, { prefix: SUBSCRIPTIONS_PREFIX, service, tokens })
 }
 
 /** Under a CAMARA prefix (`/sim-swap/v2`, `/sim-swap/v2/...`). */
 export function isCamaraPath(path: string): boolean {
-  return SWAP_APIS.some((api) => path === api.prefix || path.startsWith(`${api.prefix}/`))
+  return [...SWAP_APIS.map((api) => api.prefix), SUBSCRIPTIONS_PREFIX].some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
 }
 
 /**

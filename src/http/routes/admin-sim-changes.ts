@@ -32,7 +32,13 @@ export async function adminSimChangeRoutes(fastify: FastifyInstance, { service }
       body: RecordSimChanges.body,
       response: withErrors({ 200: RecordSimChanges.answer }),
     },
-  }, async (request) => service.swaps.record(request.body.changes, `key:${request.apiKey!.id}`))
+  }, async (request) => {
+    const result = await service.swaps.record(request.body.changes, `key:${request.apiKey!.id}`)
+    // The subscriptions' events were queued with the changes: this process's deliveries go now
+    // (the others' find them at their next poll, within a second).
+    if (result.recorded > 0) service.events.decided()
+    return result
+  })
 
   app.get('/api/v1/admin/sim-changes', {
     onRequest: guard,
