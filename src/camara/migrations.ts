@@ -32,6 +32,11 @@ export const CAMARA_MIGRATIONS: Migration[] = [
       // A recorded change finds the number's live subscriptions.
       `CREATE INDEX camara_subscriptions_phone ON camara_subscriptions (phone) WHERE status = 'ACTIVE'`,
       `CREATE INDEX camara_subscriptions_client ON camara_subscriptions (client_id, created_at)`,
+      // The sweeper's two questions each second: whose expiry, whose sink token's expiry, has come.
+      `CREATE INDEX camara_subscriptions_expiry ON camara_subscriptions (expires_at) WHERE status = 'ACTIVE'`,
+      `CREATE INDEX camara_subscriptions_token_expiry ON camara_subscriptions (access_token_expires_at) WHERE status = 'ACTIVE'`,
+      // The retention prune: ended subscriptions, oldest first.
+      `CREATE INDEX camara_subscriptions_ended ON camara_subscriptions (ended_at) WHERE status <> 'ACTIVE'`,
       // One live subscription per client, number and sink: a second is 409 ALREADY_EXISTS, even when both are created together.
       `CREATE UNIQUE INDEX camara_subscriptions_once ON camara_subscriptions (client_id, phone, sink) WHERE status = 'ACTIVE'`,
     ],

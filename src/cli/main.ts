@@ -33,7 +33,7 @@ Usage: kns <command> [options] [--json]
   migrate                                 apply pending database migrations
   doctor [--production]                   check the database and the ledger (LEDGER=sui: packages, ID map, page limit);
                                           --production: also fail on what must not reach production (each with its fix)
-  prune [--older-than-days <n>]           delete finished webhook deliveries, events and read ledger feed rows older
+  prune [--older-than-days <n>]           delete finished webhook deliveries, events, read ledger feed rows and ended CAMARA subscriptions older
                                           than RETENTION_DAYS (90), or n days, and SIM and device change records older
                                           than SIM_SWAP_MONITORED_DAYS; the server does it hourly
 ${API_KEY_USAGE}
@@ -244,8 +244,10 @@ export async function main(argv: string[]): Promise<number> {
         const counts = await service.events.prune(days * 86_400_000)
         // The monitored period is the law's, not a retention choice: --older-than-days does not move it.
         const simChanges = await service.swaps.prune()
-        out.result({ olderThanDays: days, ...counts, simChanges },
-          `deleted rows older than ${days} days: ${counts.deliveries} finished webhook deliveries, ${counts.events} events, ${counts.ledgerEvents} ledger feed rows, ${counts.rejections} watcher rejections; ` +
+        const subscriptions = await service.camaraSubscriptions.prune(days * 86_400_000)
+        out.result({ olderThanDays: days, ...counts, subscriptions, simChanges },
+          `deleted rows older than ${days} days: ${counts.deliveries} finished webhook deliveries, ${counts.events} events, ${counts.ledgerEvents} ledger feed rows, ${counts.rejections} watcher rejections, ` +
+          `${subscriptions} ended CAMARA subscriptions; ` +
           `${simChanges} SIM and device change records older than ${service.swaps.monitoredDays} days (SIM_SWAP_MONITORED_DAYS)`)
       }
       else await ledgerCommand(service, sub, args, out)

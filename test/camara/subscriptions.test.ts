@@ -101,8 +101,8 @@ test('expiry and the sink token\'s expiry end subscriptions with their reason; d
       sinkCredential: { credentialType: 'ACCESSTOKEN', accessToken: 'short', accessTokenType: 'bearer', accessTokenExpiresUtc: String(Math.floor((Date.now() + 30_000) / 1000)) },
     }))
     const deleted = await subscriptions.create(twoLegged(), request(`${sink.url}/3`))
-    assert.equal(await subscriptions.sweeper.sweep(Date.now()), 1, 'the token within a minute of its expiry')
-    assert.equal(await subscriptions.sweeper.sweep(soon + 1), 1)
+    assert.equal(await subscriptions.sweeper.sweep(Date.now(), { clientsGone: false }), 1, 'the token within a minute of its expiry')
+    assert.equal(await subscriptions.sweeper.sweep(soon + 1, { clientsGone: false }), 1)
     await subscriptions.delete(twoLegged(), deleted.id)
     h.service.events.decided()
     const events = await sink.waitFor(3)
@@ -147,5 +147,25 @@ test('one live subscription per client, number and sink, even when two are creat
     await refusal(subscriptions.get(threeLegged(NUMBER), otherNumber.id), 404, 'NOT_FOUND')
     assert.deepEqual((await subscriptions.list(twoLegged())).map((s) => s.id).sort(), [mine.id, otherNumber.id].sort())
     assert.deepEqual((await subscriptions.list(threeLegged(OTHER))).map((s) => s.id), [otherNumber.id])
+  })
+})
+
+test('a client the operator removed: its subscriptions end with NETWORK_TERMINATED; ended ones past retention are pruned with their endpoint', async () => {
+  await withSubscriptions(async (h, subscriptions, sink) => {
+    // This test's clients were never registered with the provider: as if removed.
+    const created = await subscriptions.create(twoLegged('cl_removed'), request(sink.url))
+    assert.equal(await subscriptions.sweeper.sweep(Date.now(), { clientsGone: false }), 0)
+    assert.equal(await subscriptions.sweeper.sweep(Date.now(), { clientsGone: true }), 1)
+    h.service.events.decided()
+    const [ended] = await sink.waitFor(1)
+    assert.equal((ended!.event.data as { terminationReason: string }).terminationReason, 'NETWORK_TERMINATED')
+    assert.equal((await subscriptions.get(twoLegged('cl_removed'), created.id)).status, 'EXPIRED')
+    // Its delivery is still on record: kept. Once the events prune has removed it, the subscription goes too.
+    assert.equal(await subscriptions.prune(0), 0)
+    await h.service.events.prune(-1)
+    assert.equal(await subscriptions.prune(-1), 1)
+    await refusal(subscriptions.get(twoLegged('cl_removed'), created.id), 404, 'NOT_FOUND')
+    const endpoint = await h.service.db.get('SELECT id FROM webhook_subscriptions WHERE id = $1', [created.id])
+    assert.equal(endpoint, undefined)
   })
 })

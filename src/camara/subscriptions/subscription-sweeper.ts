@@ -11,10 +11,13 @@ import type { TerminationReason } from './subscription.ts'
  */
 export const TOKEN_EXPIRY_NOTICE_MS = 60_000
 const BATCH = 200
+/** Removed clients are looked for once a minute (at one sweep a second), not every second. */
+const CLIENT_CHECK_EVERY = 60
 
 /**
  * Ends subscriptions whose time is up: SUBSCRIPTION_EXPIRED at their expiry,
- * ACCESS_TOKEN_EXPIRED a minute before their sink token expires. One server process sweeps at a
+ * ACCESS_TOKEN_EXPIRED a minute before their sink token expires, NETWORK_TERMINATED when the
+ * operator removed their client (`kns oidc client remove`). One server process sweeps at a
  * time (a leader lock, as the approvals' expiry sweeper); endSubscription's conditional update
  * would keep two from ending one twice anyway.
  */
@@ -22,6 +25,7 @@ export class SubscriptionSweeper {
   readonly #db: Database
   readonly #publicBaseUrl: () => string
   readonly #interval: LeaderInterval
+  #runs = 0
   /** Told when something was ended (the delivery worker wakes). */
   onEnded: () => void = () => {}
 
@@ -37,18 +41,37 @@ export class SubscriptionSweeper {
     this.#interval.start()
   }
 
-  /** Ends everything due at `now`; returns how many. */
-  async sweep(now = Date.now()): Promise<number> {
+  /**
+   * Ends everything due at `now`; returns how many. Each question is answered from its own
+   * index (only live subscriptions are indexed): the expiries each run, and, every
+   * CLIENT_CHECK_EVERY runs, the subscriptions whose client the operator removed
+   * (NETWORK_TERMINATED: the sink hears that no more will come).
+   */
+  async sweep(now = Date.now(), options: { clientsGone?: boolean } = {}): Promise<number> {
+    const clientsGone = options.clientsGone ?? (this.#runs++ % CLIENT_CHECK_EVERY === 0)
+    let total = 0
+    total += await this.#endAll(`SELECT id FROM camara_subscriptions WHERE status = 'ACTIVE' AND expires_at <= $1 ORDER BY expires_at LIMIT ${BATCH}`, [now], 'SUBSCRIPTION_EXPIRED', now)
+    total += await this.#endAll(`SELECT id FROM camara_subscriptions WHERE status = 'ACTIVE' AND access_token_expires_at <= $1 ORDER BY access_token_expires_at LIMIT ${BATCH}`,
+      [now + TOKEN_EXPIRY_NOTICE_MS], 'ACCESS_TOKEN_EXPIRED', now)
+    if (clientsGone) {
+      total += await this.#endAll(`SELECT s.id FROM camara_subscriptions s WHERE s.status = 'ACTIVE'
+        AND NOT EXISTS (SELECT 1 FROM oidc_clients c WHERE c.client_id = s.client_id) ORDER BY s.id LIMIT ${BATCH}`, [], 'NETWORK_TERMINATED', now)
+    }
+    return total
+  }
+
+  /** Ends, one transaction each, what `select` finds (in batches until it finds none). */
+  async #endAll(select: string, params: unknown[], reason: TerminationReason, now: number): Promise<number> {
     let total = 0
     for (;;) {
-      const due = await this.#db.all<{ id: string; expired: number }>(`SELECT id, CASE WHEN expires_at IS NOT NULL AND expires_at <= $1 THEN 1 ELSE 0 END AS expired
-        FROM camara_subscriptions WHERE status = 'ACTIVE' AND ((expires_at IS NOT NULL AND expires_at <= $1) OR (access_token_expires_at IS NOT NULL AND access_token_expires_at <= $2))
-        ORDER BY id LIMIT ${BATCH}`, [now, now + TOKEN_EXPIRY_NOTICE_MS])
-      for (const { id, expired } of due) {
-        const reason: TerminationReason = Number(expired) === 1 ? 'SUBSCRIPTION_EXPIRED' : 'ACCESS_TOKEN_EXPIRED'
-        if ((await this.#db.transaction((tx) => endSubscription(tx, id, reason, this.#publicBaseUrl(), now))) !== null) total++
+      const due = await this.#db.all<{ id: string }>(select, params)
+      let ended = 0
+      for (const { id } of due) {
+        if ((await this.#db.transaction((tx) => endSubscription(tx, id, reason, this.#publicBaseUrl(), now))) !== null) ended++
       }
-      if (due.length < BATCH) return total
+      total += ended
+      // Another process ended them meanwhile, or nothing more is due.
+      if (due.length < BATCH || ended === 0) return total
     }
   }
 

@@ -10,9 +10,12 @@ import { listSubscriptions } from './list-subscriptions.ts'
 import { notifySwapped, type RecordedChange } from './notify-swapped.ts'
 import { findOwnSubscription, type StoredSubscription } from './subscription.ts'
 import { SubscriptionSweeper } from './subscription-sweeper.ts'
+import { pruneSubscriptions } from './prune-subscriptions.ts'
 
 /** How often subscriptions past their expiry (or their sink token's) are looked for. */
 const SWEEP_MS = 1000
+/** How often servers apply RETENTION_DAYS to ended subscriptions (as the events' prune). */
+const PRUNE_EVERY_MS = 3600_000
 
 /**
  * SIM Swap Subscriptions 0.3 for one process: the operations the routes call, the listener
@@ -24,6 +27,7 @@ export class CamaraSubscriptions {
   readonly #config: Config
   readonly #db: Database
   readonly #events: Events
+  #pruning: ReturnType<typeof setInterval> | undefined
 
   constructor(config: Config, db: Database, events: Events) {
     this.#config = config
@@ -59,11 +63,22 @@ export class CamaraSubscriptions {
     return notifySwapped(tx, changes, this.#config.publicBaseUrl, Date.now())
   }
 
+  /** Ended subscriptions past RETENTION_DAYS removed now (`kns prune`; servers hourly); how many. */
+  prune(olderThanMs = this.#config.retentionDays * 86_400_000): Promise<number> {
+    return pruneSubscriptions(this.#db, olderThanMs)
+  }
+
   start(): void {
     this.sweeper.start()
+    if (this.#config.retentionDays > 0 && this.#pruning === undefined) {
+      this.#pruning = setInterval(() => { void this.prune().catch(() => { /* the database is down: next hour */ }) }, PRUNE_EVERY_MS)
+      this.#pruning.unref()
+    }
   }
 
   stop(): Promise<void> {
+    clearInterval(this.#pruning)
+    this.#pruning = undefined
     return this.sweeper.stop()
   }
 }
