@@ -135,7 +135,7 @@ export const CALL_SETTINGS: Setting[] = [
   },
 
   { name: 'PUBLIC_RATE_LIMIT', section: LIMITS, ...whole('publicRateLimit', 50, 0, 1_000_000), description: 'requests/s per client IP on endpoints without a key (0 = off)' },
-  { name: 'DEFAULT_KEY_RATE', section: LIMITS, ...whole('defaultKeyRate', 100, 1, 1_000_000), description: 'requests/s for keys created without `--rate`' },
+  { name: 'DEFAULT_KEY_RATE', section: LIMITS, ...whole('defaultKeyRate', 100, 1, 1_000_000), description: 'requests/s for keys created without `--rate`, and each CAMARA client\'s budget on the CAMARA APIs (twice that as a burst)' },
   {
     name: 'REQUEST_TIMEOUT_MS', section: LIMITS, ...whole('requestTimeoutMs', 10_000, 100, 600_000),
     description: 'a whole request, headers and body, must arrive within this; a slower client gets **408** and the connection is closed (raise it for bulk uploads over slow links)',

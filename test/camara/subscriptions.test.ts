@@ -7,6 +7,7 @@ import { CamaraSubscriptions } from '../../src/camara/subscriptions/subscription
 import type { SubscriptionRequest } from '../../src/camara/subscriptions/create-subscription.ts'
 import { SUBSCRIPTION_ENDED_TYPE, SWAPPED_TYPE } from '../../src/camara/subscriptions/subscription.ts'
 import { subscriptionView } from '../../src/camara/subscriptions/subscription-view.ts'
+import { replayEvent } from '../../src/events/webhooks/deliveries.ts'
 import { startCloudEventsSink, type CloudEventsSink } from '../support/cloudevents-sink.ts'
 
 const NUMBER = '+447700900123'
@@ -167,5 +168,22 @@ test('a client the operator removed: its subscriptions end with NETWORK_TERMINAT
     await refusal(subscriptions.get(twoLegged('cl_removed'), created.id), 404, 'NOT_FOUND')
     const endpoint = await h.service.db.get('SELECT id FROM webhook_subscriptions WHERE id = $1', [created.id])
     assert.equal(endpoint, undefined)
+  })
+})
+
+test('kns webhook replay of a CAMARA event sends it to its own subscription again, never to the client\'s other sinks', async () => {
+  await withSubscriptions(async (h, subscriptions, sink) => {
+    const mine = await subscriptions.create(twoLegged(), request(sink.url))
+    await subscriptions.create(twoLegged(), request(`${sink.url}/other-number`, { phoneNumber: OTHER }))
+    await record(h, subscriptions, NUMBER, 'sim-change', Date.now(), 'swap-replayed')
+    const [first] = await sink.waitFor(1)
+    assert.deepEqual(await replayEvent(h.service.db, first!.event.id as string), { eventId: first!.event.id, deliveries: 1 })
+    h.service.events.decided()
+    const [, again] = await sink.waitFor(2)
+    assert.equal(again!.body, first!.body, 'the same bytes under the same ID')
+    assert.equal(again!.headers['x-correlator'], first!.event.id)
+    assert.equal((again!.event.data as { subscriptionId: string }).subscriptionId, mine.id)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(sink.received.length, 2)
   })
 })
