@@ -24,7 +24,7 @@ import { clientAssertion, registerCamaraClient, tokenRequest, type CamaraTestCli
 import { assertClean, horizontalOverflow, launchChromium, openPage, screenshot, SKIP, startWebServer, type WebServer } from './support.ts'
 
 /** As long as a client name may be (64 characters), with one word that cannot break at a space. */
-const BANK_NAME = 'Acme Bank (Isles) FraudPreventionAndDetectionServicesInternatl'
+const BANK_NAME = 'Acme Banks (UK) InternationalFraudPreventionAndDetectionServices'
 const SCOPE = `openid sim-swap:check ${FRAUD_PREVENTION_PURPOSE}`
 const HOUR = 3600_000
 
@@ -144,6 +144,7 @@ describe('a bank\'s three-legged SIM Swap check, as its customer goes through it
     assert.match(items[0]!, /SIM card/)
     assert.match((await page.locator('#consent-purpose').textContent())!, /fraud/i)
     assert.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), 'consent-heading', 'focus moves to the question')
+    assert.equal(await page.getByText('KNS will never call you or ask for this code').isVisible(), false, 'no word of a code where none is asked')
     await assertFitsThePhone(page)
     await screenshot(page, 'login-consent')
 
