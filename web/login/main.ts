@@ -176,6 +176,8 @@ function showConsent(client: string, asked: ConsentAsked): void {
     return item
   }))
   el('consent-purpose').textContent = asked.purpose.description
+  // The warning about the texted code speaks of a code this step does not ask for.
+  el('code-footnote').hidden = true
   el('consent-step').hidden = false
   el('consent-heading').focus()
 }
