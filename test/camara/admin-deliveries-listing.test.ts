@@ -12,7 +12,7 @@ import { startHarness } from '../helpers.ts'
 import type { CamaraAccess } from '../../src/camara/access.ts'
 import { SWAPPED_TYPE } from '../../src/camara/subscriptions/subscription.ts'
 import { listDeliveries } from '../../src/events/webhooks/deliveries.ts'
-import { DAY_MS } from './support.ts'
+import { DAY_MS, recordChange } from './support.ts'
 
 const NUMBER = '+447700900123'
 const access: CamaraAccess = { clientId: 'cl_bank', scopes: new Set(), phoneNumber: null, tokenId: 'jti-1' }
@@ -21,8 +21,7 @@ test('the vendor webhooks\' deliveries listing does not show a bank\'s CAMARA si
   const h = await startHarness({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { events: true })
   try {
     const subscriptions = h.service.camaraSubscriptions
-    await h.service.db.run(`INSERT INTO sim_changes (event_id, phone, kind, changed_at, approval_number, recorded_by, recorded_at) VALUES ('act', $1, 'activation', $2, NULL, 'test', $2)`,
-      [NUMBER, Date.now() - 30 * DAY_MS])
+    await recordChange(h.service, NUMBER, 'activation', Date.now() - 30 * DAY_MS)
     await subscriptions.create(access, { protocol: 'HTTP', sink: 'https://127.0.0.1:9/bank-sink', types: [SWAPPED_TYPE], config: { subscriptionDetail: { phoneNumber: NUMBER } } })
     await h.service.db.transaction((tx) => subscriptions.changesRecorded(tx, [{ phone: NUMBER, kind: 'sim-change', changedAt: Date.now() }]))
     const listed = await listDeliveries(h.service.db, { limit: 50 })

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { startHarness } from '../helpers.ts'
 import type { CamaraAccess } from '../../src/camara/access.ts'
 import { SWAPPED_TYPE } from '../../src/camara/subscriptions/subscription.ts'
-import { camaraToken, DAY_MS } from './support.ts'
+import { camaraToken, DAY_MS, recordChange } from './support.ts'
 
 const NUMBER = '+447700900123'
 const CLIENT = 'bank-gone'
@@ -19,8 +19,7 @@ test('a removed client\'s subscriptions end: no event is queued for them, none i
   try {
     const subscriptions = h.service.camaraSubscriptions
     await camaraToken(h.service, { clientId: CLIENT })
-    await h.service.db.run(`INSERT INTO sim_changes (event_id, phone, kind, changed_at, approval_number, recorded_by, recorded_at) VALUES ('act', $1, 'activation', $2, NULL, 'test', $2)`,
-      [NUMBER, Date.now() - 30 * DAY_MS])
+    await recordChange(h.service, NUMBER, 'activation', Date.now() - 30 * DAY_MS)
     const created = await subscriptions.create(twoLegged, {
       protocol: 'HTTP', sink: 'https://127.0.0.1:9/sink', types: [SWAPPED_TYPE], config: { subscriptionDetail: { phoneNumber: NUMBER } },
     })

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { startHarness } from '../helpers.ts'
 import type { CamaraAccess } from '../../src/camara/access.ts'
 import { SWAPPED_TYPE } from '../../src/camara/subscriptions/subscription.ts'
-import { DAY_MS } from './support.ts'
+import { DAY_MS, recordChange } from './support.ts'
 
 const NUMBER = '+447700900123'
 const access: CamaraAccess = { clientId: 'cl_bank', scopes: new Set(), phoneNumber: null, tokenId: 'jti-1' }
@@ -19,8 +19,7 @@ test('a swap reported after the subscription started is sent, though it happened
   const h = await startHarness({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { events: true })
   try {
     const subscriptions = h.service.camaraSubscriptions
-    await h.service.db.run(`INSERT INTO sim_changes (event_id, phone, kind, changed_at, approval_number, recorded_by, recorded_at) VALUES ('act', $1, 'activation', $2, NULL, 'test', $2)`,
-      [NUMBER, Date.now() - 30 * DAY_MS])
+    await recordChange(h.service, NUMBER, 'activation', Date.now() - 30 * DAY_MS)
     const swappedAt = Date.now() - 120_000
     await subscriptions.create(access, { protocol: 'HTTP', sink: 'https://127.0.0.1:9/sink', types: [SWAPPED_TYPE], config: { subscriptionDetail: { phoneNumber: NUMBER } } })
     const queued = await h.service.db.transaction((tx) => subscriptions.changesRecorded(tx, [{ phone: NUMBER, kind: 'sim-change', changedAt: swappedAt }]))

@@ -4,7 +4,7 @@ import { startHarness } from '../helpers.ts'
 import type { CamaraAccess } from '../../src/camara/access.ts'
 import { MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT } from '../../src/camara/subscriptions/create-subscription.ts'
 import { SWAPPED_TYPE } from '../../src/camara/subscriptions/subscription.ts'
-import { camaraToken, DAY_MS } from './support.ts'
+import { camaraToken, DAY_MS, recordChange } from './support.ts'
 
 const NUMBER = '+447700900123'
 const CLIENT = 'bank-quota'
@@ -16,8 +16,7 @@ test('the live subscriptions quota holds when a client creates several together'
   try {
     await camaraToken(h.service, { clientId: CLIENT })
     const db = h.service.db
-    await db.run(`INSERT INTO sim_changes (event_id, phone, kind, changed_at, approval_number, recorded_by, recorded_at) VALUES ('act', $1, 'activation', $2, NULL, 'test', $2)`,
-      [NUMBER, Date.now() - 30 * DAY_MS])
+    await recordChange(h.service, NUMBER, 'activation', Date.now() - 30 * DAY_MS)
     const n = MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT - 1
     const series = db.engine === 'postgres' ? `SELECT g AS i FROM generate_series(1, ${n}) g`
       : `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n}) SELECT i FROM s`
