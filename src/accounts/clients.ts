@@ -6,6 +6,7 @@ import { isUniqueViolation } from '../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
 import type { SealedBox } from '../lib/sealed-box.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
+import { endClientSubscriptions } from '../camara/subscriptions/end-subscription.ts'
 import { checkJwks, checkRegisteredScope, type CamaraGrantType, type PublicJwks } from './camara-clients.ts'
 import { checkRedirectUri, redirectUriProblem } from './redirect-uris.ts'
 
@@ -228,6 +229,8 @@ export class Clients {
     const removed = await this.#db.transaction(async (tx) => {
       const n = await tx.run('DELETE FROM oidc_clients WHERE client_id = $1', [clientId])
       if (n > 0) await signalChange(tx, ACCOUNTS_TOPIC, CLIENT_CHANGED(clientId))
+      // A CAMARA client's subscriptions end with it (its sinks hear nothing more of the numbers).
+      if (n > 0) await endClientSubscriptions(tx, clientId, Date.now())
       return n
     })
     if (removed === 0) {

@@ -38,7 +38,10 @@ export async function verifyIdToken(deps: { issuer: string; keys: SigningKeys; c
   }
   const { sub, aud, nonce, exp } = payload
   if (typeof aud !== 'string') throw new InvalidIdTokenError('the token must have one audience (a string)', { field: 'token' })
-  if (await deps.clients.get(aud) === null) throw new InvalidIdTokenError('the token\'s audience is not a client of this provider', { field: 'token' })
+  const client = await deps.clients.get(aud)
+  if (client === null) throw new InvalidIdTokenError('the token\'s audience is not a client of this provider', { field: 'token' })
+  // A CAMARA client's ID token (its user's pairwise subject) is for its own login, not a zkLogin credential.
+  if (client.scope !== null) throw new InvalidIdTokenError('the token\'s audience is a CAMARA client, not a login client', { field: 'token' })
   return { jwt: token, iss: deps.issuer, sub: sub!, aud, nonce: typeof nonce === 'string' ? nonce : undefined, exp: exp!, kid: kid! }
 }
 

@@ -116,6 +116,9 @@ export async function createSubscription(access: CamaraAccess, request: Subscrip
   const sealed = deps.box.seal(sealableSinkCredential(credential.accessToken === undefined ? {} : { accessToken: credential.accessToken }))
   try {
     return await deps.db.transaction(async (tx) => {
+      // One creation per client at a time on PostgreSQL (SQLite has one writer), so that the count
+      // below and the insert are one step: clients creating together cannot pass the quota.
+      if (tx.engine === 'postgres') await tx.run(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':camara-subscriptions:' || $1))`, [access.clientId])
       const live = await tx.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM camara_subscriptions WHERE client_id = $1 AND status = 'ACTIVE'`, [access.clientId])
       if (Number(live?.n ?? 0) >= MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT) {
         throw new CamaraError(429, 'QUOTA_EXCEEDED', `This client has ${MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT} live subscriptions: delete one first.`)

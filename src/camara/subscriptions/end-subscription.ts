@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/engine.ts'
+import { CLIENT_OWNER_PREFIX } from '../../db/outbox.ts'
 import { queueSubscriptionEnded } from './cloud-event.ts'
 import { fromRow, type StoredSubscription, type SubscriptionRow, type TerminationReason } from './subscription.ts'
 
@@ -25,4 +26,19 @@ export async function endSubscription(tx: Executor, id: string, reason: Terminat
   const ended = fromRow(row)
   await queueSubscriptionEnded(tx, ended, reason, DESCRIPTIONS[reason], publicBaseUrl, now)
   return ended
+}
+
+/**
+ * A CAMARA client was removed (`kns oidc client remove`): its subscriptions end with it, in the
+ * removal's transaction. Its tokens are refused at once, so its sinks must hear nothing more of
+ * the numbers either (no `subscription-ended`: the client is gone), what is still queued to them
+ * is given up, and a client registered later under the same ID inherits none of them.
+ */
+export async function endClientSubscriptions(tx: Executor, clientId: string, now: number): Promise<void> {
+  const owner = `${CLIENT_OWNER_PREFIX}${clientId}`
+  await tx.run(`UPDATE camara_subscriptions SET status = 'DELETED', ended_reason = COALESCE(ended_reason, 'NETWORK_TERMINATED'),
+    ended_at = COALESCE(ended_at, $2) WHERE client_id = $1 AND status <> 'DELETED'`, [clientId, now])
+  await tx.run(`UPDATE webhook_deliveries SET state = 'failed', last_error = 'client removed', finished_at = $2, claim = NULL, locked_until = NULL
+    WHERE state = 'pending' AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE api_key_id = $1)`, [owner, now])
+  await tx.run('UPDATE webhook_subscriptions SET removed_at = $2 WHERE api_key_id = $1 AND removed_at IS NULL', [owner, now])
 }

@@ -190,6 +190,9 @@ export async function findDelivery(db: Executor, id: number): Promise<DeliveryRe
   return record(row)
 }
 
+/** The CAMARA subscriptions' last event type (src/camara/subscriptions/subscription.ts SUBSCRIPTION_ENDED_TYPE), which events may not import. */
+const CAMARA_ENDED_SUFFIX = '.subscription-ended'
+
 /**
  * `kns webhook replay <eventId>`: the event again (same `webhook-id`, same body) to every live
  * subscription of its key that takes its type. Returns the new deliveries' count.
@@ -204,7 +207,11 @@ export async function replayEvent(db: Database, eventId: string): Promise<{ even
       // A CAMARA event (a CloudEvent) concerns one subscription, one number: sent again to the
       // subscription(s) it went to, never to the client's other sinks. Ordered after the
       // subscription's pending events, as at first (their delivery key is the subscription).
-      const earlier = await tx.all<{ subscription_id: string }>('SELECT DISTINCT subscription_id FROM webhook_deliveries WHERE event_id = $1', [eventId])
+      // A subscription its client deleted hears nothing more of the number; only its own
+      // subscription-ended event (how it ended) may be sent again.
+      const ending = event.type.endsWith(CAMARA_ENDED_SUFFIX)
+      const earlier = await tx.all<{ subscription_id: string }>(`SELECT DISTINCT d.subscription_id FROM webhook_deliveries d WHERE d.event_id = $1
+        AND ($2 = 1 OR NOT EXISTS (SELECT 1 FROM camara_subscriptions c WHERE c.id = d.subscription_id AND c.status = 'DELETED'))`, [eventId, ending ? 1 : 0])
       let deliveries = 0
       for (const { subscription_id: id } of earlier) {
         deliveries += await queueDeliveries(tx, eventId, { type: event.type, approvalNumber: id, apiKeyId: event.api_key_id }, Date.now(), id)
