@@ -151,23 +151,26 @@ test('one live subscription per client, number and sink, even when two are creat
   })
 })
 
-test('a client the operator removed: its subscriptions end with NETWORK_TERMINATED; ended ones past retention are pruned with their endpoint', async () => {
+test('a live subscription whose client is gone ends silently at the next check; ended ones past retention are pruned with their endpoint', async () => {
   await withSubscriptions(async (h, subscriptions, sink) => {
-    // This test's clients were never registered with the provider: as if removed.
+    // This test's clients were never registered with the provider: as if removed while subscribing.
     const created = await subscriptions.create(twoLegged('cl_removed'), request(sink.url))
+    const ended = await subscriptions.create(twoLegged(), request(`${sink.url}/ended`))
+    await subscriptions.delete(twoLegged(), ended.id)
     assert.equal(await subscriptions.sweeper.sweep(Date.now(), { clientsGone: false }), 0)
-    assert.equal(await subscriptions.sweeper.sweep(Date.now(), { clientsGone: true }), 1)
+    assert.equal(await subscriptions.sweeper.sweep(Date.now(), { clientsGone: true }), 1, 'cl_removed\'s live one (the deleted one has ended already)')
+    await refusal(subscriptions.get(twoLegged('cl_removed'), created.id), 404, 'NOT_FOUND')
     h.service.events.decided()
-    const [ended] = await sink.waitFor(1)
-    assert.equal((ended!.event.data as { terminationReason: string }).terminationReason, 'NETWORK_TERMINATED')
-    assert.equal((await subscriptions.get(twoLegged('cl_removed'), created.id)).status, 'EXPIRED')
-    // Its delivery is still on record: kept. Once the events prune has removed it, the subscription goes too.
-    assert.equal(await subscriptions.prune(0), 0)
+    await sink.waitFor(1)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.deepEqual(sink.received.map((r) => (r.event.data as { terminationReason?: string }).terminationReason), ['SUBSCRIPTION_DELETED'], 'nothing is sent to a client that is gone')
+    // The deleted one's delivery is on record: kept until the events prune removes it; then both go.
+    assert.equal(await subscriptions.prune(0), 1, 'the silent one has no delivery left')
     await h.service.events.prune(-1)
     assert.equal(await subscriptions.prune(-1), 1)
-    await refusal(subscriptions.get(twoLegged('cl_removed'), created.id), 404, 'NOT_FOUND')
-    const endpoint = await h.service.db.get('SELECT id FROM webhook_subscriptions WHERE id = $1', [created.id])
-    assert.equal(endpoint, undefined)
+    for (const id of [created.id, ended.id]) {
+      assert.equal(await h.service.db.get('SELECT id FROM webhook_subscriptions WHERE id = $1', [id]), undefined)
+    }
   })
 })
 

@@ -34,11 +34,12 @@ export async function endSubscription(tx: Executor, id: string, reason: Terminat
  * the numbers either (no `subscription-ended`: the client is gone), what is still queued to them
  * is given up, and a client registered later under the same ID inherits none of them.
  */
-export async function endClientSubscriptions(tx: Executor, clientId: string, now: number): Promise<void> {
+export async function endClientSubscriptions(tx: Executor, clientId: string, now: number): Promise<number> {
   const owner = `${CLIENT_OWNER_PREFIX}${clientId}`
-  await tx.run(`UPDATE camara_subscriptions SET status = 'DELETED', ended_reason = COALESCE(ended_reason, 'NETWORK_TERMINATED'),
+  const ended = await tx.run(`UPDATE camara_subscriptions SET status = 'DELETED', ended_reason = COALESCE(ended_reason, 'NETWORK_TERMINATED'),
     ended_at = COALESCE(ended_at, $2) WHERE client_id = $1 AND status <> 'DELETED'`, [clientId, now])
   await tx.run(`UPDATE webhook_deliveries SET state = 'failed', last_error = 'client removed', finished_at = $2, claim = NULL, locked_until = NULL
     WHERE state = 'pending' AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE api_key_id = $1)`, [owner, now])
   await tx.run('UPDATE webhook_subscriptions SET removed_at = $2 WHERE api_key_id = $1 AND removed_at IS NULL', [owner, now])
+  return ended
 }

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/engine.ts'
 import { LeaderInterval } from '../../db/leader-interval.ts'
 import type { LeaderLock } from '../../db/leader-lock.ts'
-import { endSubscription } from './end-subscription.ts'
+import { endClientSubscriptions, endSubscription } from './end-subscription.ts'
 import type { TerminationReason } from './subscription.ts'
 
 /**
@@ -16,8 +16,8 @@ const CLIENT_CHECK_EVERY = 60
 
 /**
  * Ends subscriptions whose time is up: SUBSCRIPTION_EXPIRED at their expiry,
- * ACCESS_TOKEN_EXPIRED a minute before their sink token expires, NETWORK_TERMINATED when the
- * operator removed their client (`kns oidc client remove`). One server process sweeps at a
+ * ACCESS_TOKEN_EXPIRED a minute before their sink token expires; and, as the removal of a client
+ * does, the subscriptions of a client that is gone (one created as its client was being removed). One server process sweeps at a
  * time (a leader lock, as the approvals' expiry sweeper); endSubscription's conditional update
  * would keep two from ending one twice anyway.
  */
@@ -44,8 +44,8 @@ export class SubscriptionSweeper {
   /**
    * Ends everything due at `now`; returns how many. Each question is answered from its own
    * index (only live subscriptions are indexed): the expiries each run, and, every
-   * CLIENT_CHECK_EVERY runs, the subscriptions whose client the operator removed
-   * (NETWORK_TERMINATED: the sink hears that no more will come).
+   * CLIENT_CHECK_EVERY runs, live subscriptions whose client is gone (ended silently, as
+   * endClientSubscriptions says).
    */
   async sweep(now = Date.now(), options: { clientsGone?: boolean } = {}): Promise<number> {
     const clientsGone = options.clientsGone ?? (this.#runs++ % CLIENT_CHECK_EVERY === 0)
@@ -54,8 +54,12 @@ export class SubscriptionSweeper {
     total += await this.#endAll(`SELECT id FROM camara_subscriptions WHERE status = 'ACTIVE' AND access_token_expires_at <= $1 ORDER BY access_token_expires_at LIMIT ${BATCH}`,
       [now + TOKEN_EXPIRY_NOTICE_MS], 'ACCESS_TOKEN_EXPIRED', now)
     if (clientsGone) {
-      total += await this.#endAll(`SELECT s.id FROM camara_subscriptions s WHERE s.status = 'ACTIVE'
-        AND NOT EXISTS (SELECT 1 FROM oidc_clients c WHERE c.client_id = s.client_id) ORDER BY s.id LIMIT ${BATCH}`, [], 'NETWORK_TERMINATED', now)
+      // A subscription created while its client was being removed outlived the removal's own ending (src/accounts/clients.ts).
+      const orphans = await this.#db.all<{ client_id: string }>(`SELECT DISTINCT s.client_id FROM camara_subscriptions s WHERE s.status = 'ACTIVE'
+        AND NOT EXISTS (SELECT 1 FROM oidc_clients c WHERE c.client_id = s.client_id) ORDER BY s.client_id LIMIT ${BATCH}`)
+      for (const { client_id: clientId } of orphans) {
+        total += await this.#db.transaction((tx) => endClientSubscriptions(tx, clientId, now))
+      }
     }
     return total
   }
