@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { lookup as dnsLookup } from 'node:dns'
-import type { Database } from '../../db/engine.ts'
+import type { Database, Executor } from '../../db/engine.ts'
 import { isUniqueViolation } from '../../db/engine.ts'
 import { CLIENT_OWNER_PREFIX } from '../../db/outbox.ts'
 import { sealableSinkCredential } from '../../events/webhooks/delivery-format.ts'
@@ -97,6 +97,19 @@ function checkExpiry(request: SubscriptionRequest, now: number): number | null {
   return at
 }
 
+/** The advisory-lock namespace of a client's subscriptions ("kcs1"): the two-key form, apart from the one-key locks elsewhere. */
+const CLIENT_SUBSCRIPTIONS_LOCK = 0x6b637331
+
+/**
+ * Creates of one client run one after the other, so that the quota's count and the insert are
+ * one step: PostgreSQL's read-committed transactions would otherwise each count the same live
+ * subscriptions and all insert past the quota (a transaction-scoped advisory lock on the
+ * client; SQLite's write transactions are serial already).
+ */
+async function lockClientSubscriptions(tx: Executor, clientId: string): Promise<void> {
+  if (tx.engine === 'postgres') await tx.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', [CLIENT_SUBSCRIPTIONS_LOCK, clientId])
+}
+
 /**
  * `POST /sim-swap-subscriptions/v0.3/subscriptions`: checks the request step by step, in
  * CAMARA's order of codes, then stores the subscription (and its delivery endpoint, which holds
@@ -116,6 +129,7 @@ export async function createSubscription(access: CamaraAccess, request: Subscrip
   const sealed = deps.box.seal(sealableSinkCredential(credential.accessToken === undefined ? {} : { accessToken: credential.accessToken }))
   try {
     return await deps.db.transaction(async (tx) => {
+      await lockClientSubscriptions(tx, access.clientId)
       const live = await tx.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM camara_subscriptions WHERE client_id = $1 AND status = 'ACTIVE'`, [access.clientId])
       if (Number(live?.n ?? 0) >= MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT) {
         throw new CamaraError(429, 'QUOTA_EXCEEDED', `This client has ${MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT} live subscriptions: delete one first.`)
