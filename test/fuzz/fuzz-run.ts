@@ -71,8 +71,9 @@ export async function runFuzz(h: Harness, options: FuzzOptions): Promise<FuzzRep
   const ops = listOperations(doc)
   const fixtures = await seedFixtures(h)
   const resolve = refResolver(doc)
-  const oracle: OracleContext = { ops, apiKey: fixtures.apiKey, camaraToken: fixtures.camaraToken, resolve }
-  const requestCtx = { resolve, records: fixtures.records, apiKey: fixtures.apiKey, camaraToken: fixtures.camaraToken }
+  const tokens = { camaraToken: fixtures.camaraToken, otherCamaraTokens: fixtures.otherCamaraTokens }
+  const oracle: OracleContext = { ops, apiKey: fixtures.apiKey, ...tokens, resolve }
+  const requestCtx = { resolve, records: fixtures.records, apiKey: fixtures.apiKey, ...tokens }
   const valid = fc.oneof(...ops.map((op) => validCaseArbitrary(op, requestCtx)))
   const mutated = mutatedCaseArbitrary(valid, {
     ops, apiKey: fixtures.apiKey, revokedKey: fixtures.revokedKey, camaraToken: fixtures.camaraToken, refusedCamaraTokens: fixtures.refusedCamaraTokens,

@@ -7,7 +7,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify'
 import { conformance, type JsonSchema } from './json-schema.ts'
-import { parameterSchema, type FuzzCase, type Operation } from './openapi-operations.ts'
+import { parameterSchema, type FuzzCase, type Operation, type OtherCamaraToken } from './openapi-operations.ts'
 
 export type Expectation =
   | { kind: 'accept' }
@@ -16,8 +16,9 @@ export type Expectation =
 export interface OracleContext {
   ops: readonly Operation[]
   apiKey: string
-  /** The valid CAMARA access token the valid requests carry. */
+  /** The valid CAMARA access token the valid requests carry, and the others they sometimes carry instead. */
   camaraToken: string
+  otherCamaraTokens?: readonly OtherCamaraToken[]
   resolve(ref: string): JsonSchema
 }
 
@@ -85,7 +86,12 @@ export function classify(c: FuzzCase, ctx: OracleContext): Expectation {
     return { kind: 'reject', why: 'no valid API key', statuses: [401] }
   }
   if (op.bearerToken === true && headers.authorization !== `Bearer ${ctx.camaraToken}`) {
-    return { kind: 'reject', why: 'no valid access token', statuses: [401] }
+    const other = ctx.otherCamaraTokens?.find((t) => headers.authorization === `Bearer ${t.token}`)
+    if (other === undefined) return { kind: 'reject', why: 'no valid access token', statuses: [401] }
+    // Scopes before anything about the request (x-correlator, body): 403 whatever else is wrong.
+    if (!(op.bearerScopes ?? []).some((scopes) => scopes.every((s) => other.scopes.includes(s)))) {
+      return { kind: 'reject', why: `the ${other.what} token has none of the operation's scopes`, statuses: [403] }
+    }
   }
   const pathValues = pathPattern(op.path).exec(path)!.slice(1).map(decodeComponent)
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
