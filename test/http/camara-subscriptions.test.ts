@@ -119,6 +119,7 @@ test('a sink with credentials in it, over http, not a URL or past 2048 character
   await refusedWithoutTrace([
     ['a user name alone', body({ sink: 'https://bank@127.0.0.1/sink' }), 400, 'INVALID_SINK'],
     ['a 5000-character sink', body({ sink: `https://127.0.0.1/${'a'.repeat(4982)}` }), 400, 'INVALID_ARGUMENT'],
+    ['a sink past 2048 characters once percent-encoded', body({ sink: `https://127.0.0.1/${'é'.repeat(1000)}` }), 400, 'INVALID_SINK'],
     ['http', body({ sink: 'http://127.0.0.1/sink' }), 400, 'INVALID_ARGUMENT'],
     ['not a URL', body({ sink: 'https://' }), 400, 'INVALID_ARGUMENT'],
     ['https:// then spaces', body({ sink: 'https://   ' }), 400, 'INVALID_SINK'],

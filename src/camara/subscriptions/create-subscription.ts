@@ -54,7 +54,10 @@ function checkTypes(request: SubscriptionRequest): void {
 async function checkSink(request: SubscriptionRequest, deps: CreateDeps): Promise<string> {
   if (request.sink.length > MAX_SINK_LENGTH) throw new CamaraError(400, 'INVALID_SINK', `The sink is longer than ${MAX_SINK_LENGTH} characters.`)
   try {
-    return (await checkOutboundUrlResolved(request.sink, { allowPrivate: deps.allowPrivate, allowHttp: false, ...(deps.lookup === undefined ? {} : { lookup: deps.lookup }) })).href
+    const { href } = await checkOutboundUrlResolved(request.sink, { allowPrivate: deps.allowPrivate, allowHttp: false, ...(deps.lookup === undefined ? {} : { lookup: deps.lookup }) })
+    // Normalised, a URL can grow (each non-ASCII character percent-encoded into up to 12): the limit holds for what is stored and shown.
+    if (href.length > MAX_SINK_LENGTH) throw new CamaraError(400, 'INVALID_SINK', `The sink is longer than ${MAX_SINK_LENGTH} characters once percent-encoded.`)
+    return href
   } catch (err) {
     if (err instanceof OutboundRefusedError) throw new CamaraError(400, 'INVALID_SINK', `The sink is not valid for HTTP delivery: ${err.message}.`)
     throw err
