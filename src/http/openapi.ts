@@ -7,7 +7,7 @@ const DESCRIPTION = `Phone-number identity on the Sui ledger.
 * **Area A**: registration with zkLogin addresses, ledger-backed approvals.
 * **Area B**: caller verification (PASSporT / STIR-SHAKEN) and number -> token -> registries lookup.
 * **Errors**: every error response has the \`ErrorBody\` shape; \`code\` is stable. The CAMARA APIs (SIM Swap,
-  Device Swap) answer theirs in CAMARA's \`CamaraErrorInfo\` shape instead, and take a bearer access token (\`openId\`).
+  Device Swap, SIM Swap Subscriptions) answer theirs in CAMARA's \`CamaraErrorInfo\` shape instead, and take a bearer access token (\`openId\`).
 * **Auth**: endpoints marked "needs an x-api-key" (with a security requirement) need \`x-api-key\` with the named scope;
   401 for a missing, unknown or revoked key, 403 for a missing scope, 429 past the key's rate
   (with \`Retry-After\`). Endpoints without a key are rate limited per client IP.
@@ -35,6 +35,7 @@ export async function registerOpenApi(app: FastifyInstance, service: Service): P
         { name: 'ledger', description: 'Embedded ledger operations (LEDGER=local only)' },
         { name: 'sim-swap', description: 'CAMARA SIM Swap 2.1.0 (/sim-swap/v2): errors in CAMARA\'s shape `{status, code, message}`, `x-correlator` echoed' },
         { name: 'device-swap', description: 'CAMARA Device Swap 1.0.0 (/device-swap/v1): errors in CAMARA\'s shape `{status, code, message}`, `x-correlator` echoed' },
+        { name: 'sim-swap-subscriptions', description: 'CAMARA SIM Swap Subscriptions 0.3.0 (/sim-swap-subscriptions/v0.3): a number\'s SIM swaps as CloudEvents at an https sink; errors in CAMARA\'s shape `{status, code, message}`, `x-correlator` echoed' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

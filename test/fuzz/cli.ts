@@ -6,15 +6,14 @@
 import { parseArgs } from 'node:util'
 import { startHarness } from '../helpers.ts'
 import { chooseSeed } from '../support/fuzz-seed.ts'
-import { formatCounts, formatViolations, runFuzz } from './fuzz-run.ts'
+import { formatCounts, formatViolations, FUZZ_SERVER_ENV, runFuzz } from './fuzz-run.ts'
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' }, seed: { type: 'string' }, batch: { type: 'string' } } })
 const seconds = Number(values.seconds)
 if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`--seconds must be a positive number, got ${values.seconds}`)
 const seed = chooseSeed(values.seed === undefined ? process.env : { FUZZ_SEED: values.seed })
 
-// WAIT_MAX_S=0: a valid `wait` would otherwise hold a generated request for up to a minute.
-const h = await startHarness({ WAIT_MAX_S: '0' })
+const h = await startHarness(FUZZ_SERVER_ENV)
 try {
   console.log(`fuzzing for ${seconds} s on ${h.service.db.engine}, seed ${seed}`)
   const report = await runFuzz(h, { seconds, seed, ...(values.batch === undefined ? {} : { batch: Number(values.batch) }) })

@@ -13,8 +13,11 @@ import { makeShakenPki } from '../support/shaken-pki.ts'
 import { revokeApiKey } from '../../src/keys/api-keys.ts'
 import type { Harness } from '../helpers.ts'
 import { approvalBody, createApproval, ledgerApprove, newKeypair, ownedToken, register, signApproval } from '../support/kns.ts'
-import { camaraToken, recordChange, setCamaraRateLimit } from '../camara/support.ts'
+import { addUser, bearer, camaraToken, EVERY_SCOPE, recordChange, setCamaraRateLimit } from '../camara/support.ts'
+import { FRAUD_PREVENTION_PURPOSE } from '../../src/camara/access.ts'
+import { SWAPPED_TYPE } from '../../src/camara/subscriptions/subscription.ts'
 import type { FixtureRecord } from './json-schema.ts'
+import type { OtherCamaraToken } from './openapi-operations.ts'
 import { isoInZone } from './json-schema.ts'
 
 export interface Fixtures {
@@ -23,6 +26,8 @@ export interface Fixtures {
   revokedKey: string
   /** A two-legged CAMARA access token with every CAMARA scope and the purpose. */
   camaraToken: string
+  /** Valid tokens that valid requests sometimes carry: three-legged (the mobile number's user), and one for SIM Swap check only. */
+  otherCamaraTokens: OtherCamaraToken[]
   /** Well-formed CAMARA tokens that must be refused: expired, signed with a key never published, for another audience. */
   refusedCamaraTokens: string[]
   records: FixtureRecord[]
@@ -100,7 +105,7 @@ export async function seedFixtures(h: Harness): Promise<Fixtures> {
     ...await callFixtures(h),
   ]
   const camara = await camaraFixtures(h)
-  return { apiKey, revokedKey, records: [...records, ...camara.records], camaraToken: camara.camaraToken, refusedCamaraTokens: camara.refusedCamaraTokens }
+  return { apiKey, revokedKey, ...camara, records: [...records, ...camara.records] }
 }
 
 /**
@@ -108,19 +113,60 @@ export async function seedFixtures(h: Harness): Promise<Fixtures> {
  * fixtures' numbers are London fixed lines, to which the swap APIs do not apply). No per-client
  * rate: a 429 would hide what the request deserved (as PUBLIC_RATE_LIMIT=0).
  */
-async function camaraFixtures(h: Harness): Promise<Pick<Fixtures, 'camaraToken' | 'refusedCamaraTokens' | 'records'>> {
+async function camaraFixtures(h: Harness): Promise<Pick<Fixtures, 'camaraToken' | 'otherCamaraTokens' | 'refusedCamaraTokens' | 'records'>> {
   setCamaraRateLimit(h.service, 1_000_000)
   const phone = `+447911${String(randomInt(0, 1_000_000)).padStart(6, '0')}`
   await recordChange(h.service, phone, 'activation', Date.now() - 40 * DAY)
   await recordChange(h.service, phone, 'sim-change', Date.now() - 2 * HOUR)
   await recordChange(h.service, phone, 'device-change', Date.now() - 20 * DAY)
+  const token = await camaraToken(h.service, { expiresInS: 3600 })
   return {
-    records: [{ phoneNumber: phone }, { phoneNumber: phone, maxAge: 24 }],
-    camaraToken: await camaraToken(h.service, { expiresInS: 3600 }),
+    // The mobile number thrice: overlays are drawn evenly, and the other numbers (fixed lines) only get 422s here.
+    records: [{ phoneNumber: phone }, { phoneNumber: phone }, { phoneNumber: phone, maxAge: 24 }, ...await subscriptionFixtures(h, token, phone)],
+    camaraToken: token,
+    otherCamaraTokens: [
+      { what: 'three-legged', token: await camaraToken(h.service, { userId: await addUser(h.service, phone), expiresInS: 3600 }), scopes: EVERY_SCOPE },
+      { what: 'narrow', token: await camaraToken(h.service, { clientId: 'fuzz-check-only', scopes: NARROW, expiresInS: 3600 }), scopes: NARROW },
+    ],
     refusedCamaraTokens: [
       await camaraToken(h.service, { expiresInS: -60 }),
       await camaraToken(h.service, { foreignKey: true }),
       await camaraToken(h.service, { audience: 'https://elsewhere.example' }),
     ],
   }
+}
+
+/** A client's token for SIM Swap check alone: every other CAMARA operation is 403 to it, whatever the request. */
+const NARROW = ['sim-swap:check', FRAUD_PREVENTION_PURPOSE]
+
+/** Subscriptions seeded for get and delete (each deletable once, then 404). */
+const SEEDED_SUBSCRIPTIONS = 12
+/** Sinks the generated creates may name: one live subscription per client, number and sink, so a few give a few 201s (then 409). */
+const SINKS = 24
+
+/**
+ * SIM Swap Subscriptions: the parts of a request the server takes (HTTP, the one event type, a
+ * sink on loopback, which the fuzz server allows with WEBHOOK_ALLOW_PRIVATE: no delivery is ever
+ * attempted, the harness starts no worker), an ACCESSTOKEN credential and an expiry in the
+ * future, and subscriptions of the fuzz token's client, created over HTTP, for get and delete.
+ */
+async function subscriptionFixtures(h: Harness, token: string, phone: string): Promise<FixtureRecord[]> {
+  const inAMonth = isoInZone(new Date(Date.now() + 30 * DAY), 'Z', true)
+  const request = (sink: string) => ({ protocol: 'HTTP', sink, types: [SWAPPED_TYPE] })
+  const credential = { credentialType: 'ACCESSTOKEN', accessToken: 'fuzz-sink-token.x', accessTokenExpiresUtc: inAMonth, accessTokenType: 'bearer' }
+  const seeded: FixtureRecord[] = []
+  for (let i = 0; i < SEEDED_SUBSCRIPTIONS; i++) {
+    const res = await h.app.inject({
+      method: 'POST', url: '/sim-swap-subscriptions/v0.3/subscriptions', headers: bearer(token),
+      payload: { ...request(`https://127.0.0.1/fuzz/seeded-${i}`), sinkCredential: credential, config: { subscriptionDetail: { phoneNumber: phone } } },
+    })
+    if (res.statusCode !== 201) throw new Error(`fixture subscription failed (is WEBHOOK_ALLOW_PRIVATE=true?): ${res.statusCode} ${res.body}`)
+    seeded.push({ subscriptionId: (res.json() as { id: string }).id })
+  }
+  return [
+    ...Array.from({ length: SINKS }, (_, i) => request(`https://127.0.0.1/fuzz/sink-${i}`)),
+    credential,
+    { subscriptionExpireTime: inAMonth, subscriptionMaxEvents: 3 },
+    ...seeded,
+  ]
 }

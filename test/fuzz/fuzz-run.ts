@@ -18,6 +18,13 @@ import { fetchOpenApi, listOperations, refResolver, validCaseArbitrary, type Fuz
 import { classify, responseProblems, type OracleContext } from './oracle.ts'
 import { snapshotDiff, snapshotTables } from './snapshot.ts'
 
+/**
+ * The fuzz server's settings (both the test and `npm run fuzz`): WAIT_MAX_S=0, or a valid
+ * `wait` would hold a generated request for up to a minute; WEBHOOK_ALLOW_PRIVATE=true, so that
+ * the subscriptions' sinks on loopback are taken (and no name is looked up in DNS for them).
+ */
+export const FUZZ_SERVER_ENV = { WAIT_MAX_S: '0', WEBHOOK_ALLOW_PRIVATE: 'true' }
+
 export interface FuzzOptions {
   /** Wall-clock budget of both phases together. */
   seconds: number
@@ -64,8 +71,9 @@ export async function runFuzz(h: Harness, options: FuzzOptions): Promise<FuzzRep
   const ops = listOperations(doc)
   const fixtures = await seedFixtures(h)
   const resolve = refResolver(doc)
-  const oracle: OracleContext = { ops, apiKey: fixtures.apiKey, camaraToken: fixtures.camaraToken, resolve }
-  const requestCtx = { resolve, records: fixtures.records, apiKey: fixtures.apiKey, camaraToken: fixtures.camaraToken }
+  const tokens = { camaraToken: fixtures.camaraToken, otherCamaraTokens: fixtures.otherCamaraTokens }
+  const oracle: OracleContext = { ops, apiKey: fixtures.apiKey, ...tokens, resolve }
+  const requestCtx = { resolve, records: fixtures.records, apiKey: fixtures.apiKey, ...tokens }
   const valid = fc.oneof(...ops.map((op) => validCaseArbitrary(op, requestCtx)))
   const mutated = mutatedCaseArbitrary(valid, {
     ops, apiKey: fixtures.apiKey, revokedKey: fixtures.revokedKey, camaraToken: fixtures.camaraToken, refusedCamaraTokens: fixtures.refusedCamaraTokens,

@@ -34,6 +34,8 @@ export interface Operation {
   apiKeyHeader?: string
   /** The operation takes an OpenID Connect access token (`Authorization: Bearer`): the CAMARA APIs. */
   bearerToken?: boolean
+  /** The token's scopes that will do: all of one requirement's, any one requirement. */
+  bearerScopes?: string[][]
   /** Documented JSON response schemas by status key (`200`, `400`, `4XX`...). */
   responses: Record<string, JsonSchema>
 }
@@ -88,13 +90,15 @@ function deref<T>(value: unknown, resolve: (ref: string) => JsonSchema): T {
  * What authenticates a request to the operation: an API key in a header, or an OpenID Connect
  * access token (alternatives of one openIdConnect scheme: the same token, other scopes).
  */
-function authOf(doc: OpenApiDocument, security: Record<string, unknown[]>[] | undefined, where: string): { apiKeyHeader?: string; bearerToken?: boolean } {
+function authOf(doc: OpenApiDocument, security: Record<string, unknown[]>[] | undefined, where: string): Pick<Operation, 'apiKeyHeader' | 'bearerToken' | 'bearerScopes'> {
   const requirements = security ?? doc.security ?? []
   // An empty requirement object makes authentication optional: fuzz it as keyless.
   if (requirements.length === 0 || requirements.some((r) => Object.keys(r).length === 0)) return {}
   const names = [...new Set(requirements.flatMap((r) => Object.keys(r)))]
   const schemeOf = (name: string) => doc.components?.securitySchemes?.[name]
-  if (names.length === 1 && requirements.every((r) => Object.keys(r).length === 1) && schemeOf(names[0]!)?.type === 'openIdConnect') return { bearerToken: true }
+  if (names.length === 1 && requirements.every((r) => Object.keys(r).length === 1) && schemeOf(names[0]!)?.type === 'openIdConnect') {
+    return { bearerToken: true, bearerScopes: requirements.map((r) => (Object.values(r)[0] ?? []).map(String)) }
+  }
   if (requirements.length > 1 || names.length !== 1) throw new UnsupportedSchemaError(`${where}: security alternatives or combinations are not supported`)
   const scheme = schemeOf(names[0]!)
   if (scheme?.type !== 'apiKey' || scheme.in !== 'header' || typeof scheme.name !== 'string') {
@@ -185,11 +189,21 @@ export function queryString(values: Record<string, unknown>): string {
   return parts.length === 0 ? '' : `?${parts.join('&')}`
 }
 
+/** A valid CAMARA access token besides the main one, and what it grants. */
+export interface OtherCamaraToken {
+  /** What it is, for the oracle's reasons: `three-legged`, `narrow`. */
+  what: string
+  token: string
+  scopes: readonly string[]
+}
+
 export interface RequestContext extends SchemaContext {
   /** A key holding every scope. */
   apiKey: string
   /** A CAMARA access token (two-legged) with every CAMARA scope and the purpose. */
   camaraToken: string
+  /** Other valid tokens the valid requests sometimes carry instead (a three-legged one, one with fewer scopes). */
+  otherCamaraTokens?: readonly OtherCamaraToken[]
 }
 
 /** Valid requests to `op`: parameters and body from their schemas, fixtures overlaid, the key, the content type. */
@@ -210,11 +224,14 @@ export function validCaseArbitrary(op: Operation, ctx: RequestContext): fc.Arbit
   const method = op.method === 'GET' ? fc.constantFrom('GET', 'GET', 'GET', 'HEAD') : fc.constant(op.method)
   // A header value is visible ASCII (and tabs) on the wire; anything else never reaches a server.
   const header = location('header').filter((h) => Object.entries(h).every(([k, v]) => /^[\t\x20-\x7e]*$/.test(paramText(v, k))))
-  return fc.record({ method, path: location('path'), query: location('query'), header, body }).map(({ method, path, query, header, body }) => {
+  const others = (ctx.otherCamaraTokens ?? []).map((t) => t.token)
+  const token = others.length === 0 ? fc.constant(ctx.camaraToken)
+    : fc.oneof({ weight: 3, arbitrary: fc.constant(ctx.camaraToken) }, { weight: 1, arbitrary: fc.constantFrom(...others) })
+  return fc.record({ method, path: location('path'), query: location('query'), header, body, token }).map(({ method, path, query, header, body, token }) => {
     const url = op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => encode(paramText(path[name], name))) + queryString(query)
     const headers: Record<string, string> = Object.fromEntries(Object.entries(header).map(([k, v]) => [k.toLowerCase(), paramText(v, k)]))
     if (op.apiKeyHeader !== undefined) headers[op.apiKeyHeader] = ctx.apiKey
-    if (op.bearerToken === true) headers.authorization = `Bearer ${ctx.camaraToken}`
+    if (op.bearerToken === true) headers.authorization = `Bearer ${token}`
     const request: FuzzRequest = { method, url, headers }
     if (!('value' in body)) return { op, request }
     if (body.ndjson && Array.isArray(body.value)) {

@@ -8,14 +8,14 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ENGINE, startHarness } from '../helpers.ts'
 import { chooseSeed } from '../support/fuzz-seed.ts'
-import { formatCounts, formatViolations, runFuzz } from './fuzz-run.ts'
+import { formatCounts, formatViolations, FUZZ_SERVER_ENV, runFuzz } from './fuzz-run.ts'
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 15)
 
 test(`every operation of /openapi.json, fuzzed for ${SECONDS} s (${ENGINE})`, { timeout: (SECONDS + 90) * 1000 }, async (t) => {
   const seed = chooseSeed()
   // PUBLIC_RATE_LIMIT=0 (the harness default): a 429 would hide what the request deserved.
-  const h = await startHarness({ PUBLIC_RATE_LIMIT: '0', WAIT_MAX_S: '0' }) // WAIT_MAX_S=0: a valid `wait` would hold a request up to a minute
+  const h = await startHarness({ PUBLIC_RATE_LIMIT: '0', ...FUZZ_SERVER_ENV })
   try {
     const report = await runFuzz(h, { seconds: SECONDS, seed })
     for (const line of formatCounts(report).split('\n')) t.diagnostic(line)

@@ -7,7 +7,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify'
 import { conformance, type JsonSchema } from './json-schema.ts'
-import { parameterSchema, type FuzzCase, type Operation } from './openapi-operations.ts'
+import { parameterSchema, type FuzzCase, type Operation, type OtherCamaraToken } from './openapi-operations.ts'
 
 export type Expectation =
   | { kind: 'accept' }
@@ -16,8 +16,9 @@ export type Expectation =
 export interface OracleContext {
   ops: readonly Operation[]
   apiKey: string
-  /** The valid CAMARA access token the valid requests carry. */
+  /** The valid CAMARA access token the valid requests carry, and the others they sometimes carry instead. */
   camaraToken: string
+  otherCamaraTokens?: readonly OtherCamaraToken[]
   resolve(ref: string): JsonSchema
 }
 
@@ -85,7 +86,12 @@ export function classify(c: FuzzCase, ctx: OracleContext): Expectation {
     return { kind: 'reject', why: 'no valid API key', statuses: [401] }
   }
   if (op.bearerToken === true && headers.authorization !== `Bearer ${ctx.camaraToken}`) {
-    return { kind: 'reject', why: 'no valid access token', statuses: [401] }
+    const other = ctx.otherCamaraTokens?.find((t) => headers.authorization === `Bearer ${t.token}`)
+    if (other === undefined) return { kind: 'reject', why: 'no valid access token', statuses: [401] }
+    // Scopes before anything about the request (x-correlator, body): 403 whatever else is wrong.
+    if (!(op.bearerScopes ?? []).some((scopes) => scopes.every((s) => other.scopes.includes(s)))) {
+      return { kind: 'reject', why: `the ${other.what} token has none of the operation's scopes`, statuses: [403] }
+    }
   }
   const pathValues = pathPattern(op.path).exec(path)!.slice(1).map(decodeComponent)
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!)
@@ -132,6 +138,11 @@ const CAMARA_CODE_STATUS: Record<string, number> = {
   METHOD_NOT_ALLOWED: 405, UNSUPPORTED_MEDIA_TYPE: 415, SERVICE_NOT_APPLICABLE: 422, MISSING_IDENTIFIER: 422, UNNECESSARY_IDENTIFIER: 422,
   TOO_MANY_REQUESTS: 429, QUOTA_EXCEEDED: 429, INTERNAL: 500, UNAVAILABLE: 503,
 }
+/** The codes SIM Swap Subscriptions adds (its CreateSubscriptionBadRequest400 and Generic409): on its operations only. */
+const SUBSCRIPTION_CODE_STATUS: Record<string, number> = {
+  INVALID_PROTOCOL: 400, INVALID_CREDENTIAL: 400, INVALID_TOKEN: 400, INVALID_SINK: 400, ABORTED: 409, ALREADY_EXISTS: 409,
+}
+const isSubscriptionsOperation = (op: Operation) => op.path.startsWith('/sim-swap-subscriptions/')
 const X_CORRELATOR = /^[a-zA-Z0-9-_:;.\/<>{}]{0,256}$/
 
 /** An operation whose errors are CAMARA's `{status, code, message}` (its documented 4XX has `status`, not `success`). */
@@ -150,13 +161,19 @@ function camaraErrorProblems(c: FuzzCase, res: LightMyRequestResponse): string[]
   const keys = Object.keys(body).sort().join(',')
   if (keys !== 'code,message,status') problems.push(`CAMARA error fields ${keys}`)
   if (body.status !== res.statusCode) problems.push(`status ${JSON.stringify(body.status)} in a ${res.statusCode} answer`)
-  if (typeof body.code !== 'string' || CAMARA_CODE_STATUS[body.code] === undefined) problems.push(`code ${JSON.stringify(body.code)} is not a Commonalities code`)
-  else if (CAMARA_CODE_STATUS[body.code] !== res.statusCode) problems.push(`code ${body.code} with status ${res.statusCode}`)
+  const codes = isSubscriptionsOperation(c.op) ? { ...CAMARA_CODE_STATUS, ...SUBSCRIPTION_CODE_STATUS } : CAMARA_CODE_STATUS
+  if (typeof body.code !== 'string' || codes[body.code] === undefined) problems.push(`code ${JSON.stringify(body.code)} is not a code of this API`)
+  else if (codes[body.code] !== res.statusCode) problems.push(`code ${body.code} with status ${res.statusCode}`)
   if (typeof body.message !== 'string' || body.message === '') problems.push('message is not a non-empty string')
   if (/\bat .*\.(ts|js|mjs):\d+|"stack"|node_modules|\/src\//.test(res.body)) problems.push('internals leaked')
-  const correlator = c.request.headers['x-correlator']
-  if (correlator !== undefined && correlator !== '' && X_CORRELATOR.test(correlator) && res.headers['x-correlator'] !== correlator) problems.push('x-correlator not echoed')
   return problems
+}
+
+/** On every answer of a CAMARA route, success or error: the request's x-correlator back when it was a valid one. */
+function correlatorProblems(c: FuzzCase, res: LightMyRequestResponse): string[] {
+  const correlator = c.request.headers['x-correlator']
+  if (correlator === undefined || correlator === '' || !X_CORRELATOR.test(correlator)) return []
+  return res.headers['x-correlator'] === correlator ? [] : [`x-correlator not echoed on a ${res.statusCode}`]
 }
 
 function errorShapeProblems(res: LightMyRequestResponse, documented: Set<string>): string[] {
@@ -205,6 +222,7 @@ export function responseProblems(c: FuzzCase, expectation: Expectation, res: Lig
     } catch { text = undefined }
     if (typeof text === 'string' && SCHEMA_REJECTION.test(text)) problems.push(`schema validation refused a request the document accepts: ${text}`)
   }
+  if (answersInCamaraShape(c.op)) problems.push(...correlatorProblems(c, res))
   if (head) {
     if (res.body !== '') problems.push('HEAD answered with a body')
   } else if (res.body === '' && status !== 204 && status !== 304) {

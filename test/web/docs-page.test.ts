@@ -44,7 +44,9 @@ describe('API reference page', { skip: SKIP, timeout: 120_000 }, () => {
   })
 
   test('enumerations show their allowed values (fields, parameters, nested objects, arrays); every operation an example request as curl, and an answer', async () => {
-    const doc = await (await fetch(`${server.url}/openapi.json`)).json() as { servers: Array<{ url: string }> }
+    const doc = await (await fetch(`${server.url}/openapi.json`)).json() as {
+      servers: Array<{ url: string }>; paths: Record<string, Record<string, { responses?: Record<string, { content?: unknown }> }>>
+    }
     const { context, page, watch } = await openPage(browser, { viewport: { width: 1440, height: 900 } })
     await page.goto(`${server.url}/docs`)
     await page.locator('article.op').first().waitFor()
@@ -58,7 +60,12 @@ describe('API reference page', { skip: SKIP, timeout: 120_000 }, () => {
     assert.match(await text('post-api-v1-admin-webhooks'), /Each item one of: "approval\.approved", "approval\.cancelled", "approval\.expired"/, 'an array of an enumeration')
     const ops = await page.locator('article.op').count()
     assert.equal(await page.locator('article.op pre.curl').count(), ops)
-    assert.equal(await page.locator('article.op pre.answer').count(), ops)
+    // An example answer wherever a success has a body: a 204 No Content has none to show.
+    const bodiless = Object.values(doc.paths).flatMap((item) => Object.values(item)).filter((op) => {
+      const successes = Object.entries(op.responses ?? {}).filter(([status]) => status.startsWith('2'))
+      return successes.length > 0 && successes.every(([, answer]) => answer.content === undefined)
+    }).length
+    assert.equal(await page.locator('article.op pre.answer').count(), ops - bodiless)
     const base = doc.servers[0]!.url.replace(/\/+$/, '')
     const curl = (anchor: string) => page.locator(`#${anchor} pre.curl`).innerText()
     const create = await curl('post-numsys-approval-phone')
@@ -68,6 +75,21 @@ describe('API reference page', { skip: SKIP, timeout: 120_000 }, () => {
     const read = await curl('get-numsys-transaction-details')
     assert.equal(read, `curl '${base}/numsys/transaction_details?ref=22c855f9b4801ff9e0d8c2ec&wait=30'`, 'a GET without key or body')
     assert.match(await curl('delete-api-v1-admin-webhooks-id'), /^curl -X DELETE '[^']+\/api\/v1\/admin\/webhooks\/whk_[0-9a-f]{24}' \\\n {2}-H "x-api-key: \$KNS_API_KEY"$/)
+    // The CAMARA APIs: their own tag, an access token with the operation's scopes, CAMARA's error shape.
+    const subscriptions = page.locator('#tag-sim-swap-subscriptions')
+    assert.match(await subscriptions.locator('.tag-text').innerText(), /SIM Swap Subscriptions 0\.3\.0/)
+    assert.equal(await subscriptions.locator('article.op').count(), 4)
+    const subscribe = 'post-sim-swap-subscriptions-v0-3-subscriptions'
+    assert.equal(await page.locator(`#${subscribe} .auth`).innerText(),
+      'needs an access token (Authorization: Bearer) with the scopes sim-swap-subscriptions:org.camaraproject.sim-swap-subscriptions.v0.swapped:create and dpv:FraudPreventionAndDetection')
+    const subscribeCurl = await curl(subscribe)
+    assert.match(subscribeCurl, /-H "Authorization: Bearer \$ACCESS_TOKEN"/)
+    assert.doesNotMatch(subscribeCurl, /x-api-key/)
+    assert.match(subscribeCurl, /"sinkCredential":\{"credentialType":"ACCESSTOKEN"/)
+    assert.match(await text(subscribe), /4XX object · client errors, in CAMARA's error shape/)
+    assert.match(await page.locator('#post-sim-swap-v2-check .auth').innerText(), /with the scopes sim-swap:check and dpv:FraudPreventionAndDetection, or sim-swap and dpv:FraudPreventionAndDetection/)
+    assert.equal(await page.locator('#delete-sim-swap-subscriptions-v0-3-subscriptions-subscriptionid pre.answer').count(), 0, 'a 204 has no example answer')
+    assert.match(await text('post-numsys-approval-phone'), /4XX object · client errors, in the service's error shape/)
     // The example answer is folded, like the answers: opened, it shows.
     await page.locator('#post-numsys-approval-phone summary', { hasText: 'Example answer (200)' }).click()
     assert.match(await page.locator('#post-numsys-approval-phone pre.answer').innerText(), /"approvalNumber": "22c855f9b4801ff9e0d8c2ec"/)

@@ -203,19 +203,34 @@ function shellWord(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`
 }
 
-/** The headers the operation's security requirement asks for, with a placeholder for the secret. */
+/** The headers the operation's security requirement asks for, with a placeholder for the secret (an API key, or an access token). */
 function authHeaders(op: Operation, doc: OpenApiDocument): string[] {
   const requirement = (op.security?.[0] ?? {}) as Record<string, unknown>
   return Object.keys(requirement).flatMap((name) => {
     const scheme = doc.components?.securitySchemes?.[name]
     if (scheme?.type === 'apiKey' && scheme.in === 'header' && scheme.name) return [`"${scheme.name}: $KNS_API_KEY"`]
+    if (scheme?.type === 'openIdConnect' || scheme?.type === 'oauth2') return ['"Authorization: Bearer $ACCESS_TOKEN"']
     return []
   })
 }
 
 /**
+ * What the operation's security asks for, in words: an API key, or an access token with the
+ * scopes of one of its requirements (OpenAPI: the scopes of one requirement all, any one requirement).
+ */
+function authLabel(op: Operation, doc: OpenApiDocument): string | null {
+  const requirements = (op.security ?? []) as Array<Record<string, string[]>>
+  if (requirements.length === 0) return null
+  const tokens = requirements.filter((r) => Object.keys(r).some((name) => ['openIdConnect', 'oauth2'].includes(doc.components?.securitySchemes?.[name]?.type ?? '')))
+  if (tokens.length === 0) return 'needs an x-api-key'
+  const scopes = tokens.map((r) => Object.values(r).flat().join(' and ')).filter((text) => text !== '')
+  return `needs an access token (Authorization: Bearer)${scopes.length === 0 ? '' : ` with the scopes ${scopes.join(', or ')}`}`
+}
+
+/**
  * A curl command for the operation at `base`: the path and query with the parameters'
- * examples, the header its security needs (the key from $KNS_API_KEY) and the example body.
+ * examples, the header its security needs (the key from $KNS_API_KEY, the token from
+ * $ACCESS_TOKEN) and the example body.
  */
 export function curlCommand(method: string, path: string, op: Operation, doc: OpenApiDocument, base: string): string {
   const params = op.parameters ?? []
@@ -266,7 +281,8 @@ function operationCard(method: string, path: string, op: Operation, doc: OpenApi
   const card = h('article', { className: 'op', id: anchorOf(method, path) })
   card.append(h('h3', {}, h('span', { className: `method method-${method}`, text: method.toUpperCase() }), h('code', { text: path })))
   if (op.summary) card.append(h('p', { className: 'summary' }, ...inline(op.summary)))
-  if (op.security && op.security.length > 0) card.append(h('span', { className: 'auth', text: 'needs an x-api-key' }))
+  const auth = authLabel(op, doc)
+  if (auth !== null) card.append(h('span', { className: 'auth', text: auth }))
   if (op.description) card.append(h('div', { className: 'op-text' }, ...markdown(op.description)))
   const params = op.parameters ?? []
   for (const where of ['path', 'query', 'header'] as const) {
@@ -296,7 +312,10 @@ function operationCard(method: string, path: string, op: Operation, doc: OpenApi
     card.append(h('h4', { text: 'Answers' }))
     for (const [status, answer] of responses) {
       const schema = bodySchema(answer.content)
-      const label = status === '4XX' ? 'client errors, in the service\'s error shape' : status === '5XX' ? 'server errors, in the error shape'
+      // The CAMARA routes answer their errors in CAMARA's shape, the rest in the service's.
+      const names = schema ? Object.keys(resolve(schema, doc).properties ?? {}) : []
+      const shape = names.includes('status') && !names.includes('success') ? 'CAMARA\'s error shape' : 'the service\'s error shape'
+      const label = status === '4XX' ? `client errors, in ${shape}` : status === '5XX' ? `server errors, in ${shape}`
         : answer.description && answer.description !== 'Default Response' ? answer.description : ''
       const summary = h('summary', {}, h('span', { className: 'status', text: status }), ` ${schema ? typeLabel(schema, doc) : 'no body'}${label ? ` · ${label}` : ''}`)
       const box = h('details', { className: 'response' }, summary)

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { lookup as dnsLookup } from 'node:dns'
-import type { Database } from '../../db/engine.ts'
+import type { Database, Executor } from '../../db/engine.ts'
 import { isUniqueViolation } from '../../db/engine.ts'
 import { CLIENT_OWNER_PREFIX } from '../../db/outbox.ts'
 import { sealableSinkCredential } from '../../events/webhooks/delivery-format.ts'
@@ -54,7 +54,10 @@ function checkTypes(request: SubscriptionRequest): void {
 async function checkSink(request: SubscriptionRequest, deps: CreateDeps): Promise<string> {
   if (request.sink.length > MAX_SINK_LENGTH) throw new CamaraError(400, 'INVALID_SINK', `The sink is longer than ${MAX_SINK_LENGTH} characters.`)
   try {
-    return (await checkOutboundUrlResolved(request.sink, { allowPrivate: deps.allowPrivate, allowHttp: false, ...(deps.lookup === undefined ? {} : { lookup: deps.lookup }) })).href
+    const { href } = await checkOutboundUrlResolved(request.sink, { allowPrivate: deps.allowPrivate, allowHttp: false, ...(deps.lookup === undefined ? {} : { lookup: deps.lookup }) })
+    // Normalised, a URL can grow (each non-ASCII character percent-encoded into up to 12): the limit holds for what is stored and shown.
+    if (href.length > MAX_SINK_LENGTH) throw new CamaraError(400, 'INVALID_SINK', `The sink is longer than ${MAX_SINK_LENGTH} characters once percent-encoded.`)
+    return href
   } catch (err) {
     if (err instanceof OutboundRefusedError) throw new CamaraError(400, 'INVALID_SINK', `The sink is not valid for HTTP delivery: ${err.message}.`)
     throw err
@@ -97,6 +100,20 @@ function checkExpiry(request: SubscriptionRequest, now: number): number | null {
   return at
 }
 
+/** The advisory-lock namespace of a client's subscriptions ("kcs1"): the two-key form, apart from the one-key locks elsewhere. */
+const CLIENT_SUBSCRIPTIONS_LOCK = 0x6b637331
+
+/**
+ * Creates of one client run one after the other, so that the quota's count and the insert are
+ * one step: PostgreSQL's read-committed transactions would otherwise each count the same live
+ * subscriptions and all insert past the quota (a transaction-scoped advisory lock on the
+ * client; SQLite's write transactions are serial already).
+ */
+async function lockClientSubscriptions(tx: Executor, clientId: string): Promise<void> {
+  // Keyed by the schema too: two deployments sharing one database in their own schemas do not wait on each other.
+  if (tx.engine === 'postgres') await tx.run(`SELECT pg_advisory_xact_lock($1, hashtext(current_schema() || ':' || $2))`, [CLIENT_SUBSCRIPTIONS_LOCK, clientId])
+}
+
 /**
  * `POST /sim-swap-subscriptions/v0.3/subscriptions`: checks the request step by step, in
  * CAMARA's order of codes, then stores the subscription (and its delivery endpoint, which holds
@@ -116,9 +133,7 @@ export async function createSubscription(access: CamaraAccess, request: Subscrip
   const sealed = deps.box.seal(sealableSinkCredential(credential.accessToken === undefined ? {} : { accessToken: credential.accessToken }))
   try {
     return await deps.db.transaction(async (tx) => {
-      // One creation per client at a time on PostgreSQL (SQLite has one writer), so that the count
-      // below and the insert are one step: clients creating together cannot pass the quota.
-      if (tx.engine === 'postgres') await tx.run(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':camara-subscriptions:' || $1))`, [access.clientId])
+      await lockClientSubscriptions(tx, access.clientId)
       const live = await tx.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM camara_subscriptions WHERE client_id = $1 AND status = 'ACTIVE'`, [access.clientId])
       if (Number(live?.n ?? 0) >= MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT) {
         throw new CamaraError(429, 'QUOTA_EXCEEDED', `This client has ${MAX_LIVE_SUBSCRIPTIONS_PER_CLIENT} live subscriptions: delete one first.`)
