@@ -30,7 +30,7 @@ export async function simChangesCommand(service: Service, sub: string | undefine
     const format = changeFileFormat(path, optional(values, 'format'))
     if (!existsSync(path)) throw new ValidationError(`${path}: no such file`)
     const r = await importChanges(swaps, path, format)
-    out.result({ ...r }, `${r.read} changes read: ${r.recorded} recorded, ${r.duplicates} already recorded`)
+    out.result({ ...r }, `${r.read} changes read: ${r.recorded} recorded, ${r.duplicates} already recorded, ${r.outsidePeriod} older than the monitored period (their lines recorded)`)
   } else if (sub === 'list') {
     const phone = required(values, 'phone')
     if (!isE164(phone)) throw new ValidationError('--phone must be an E.164 number (+ and 6-15 digits)', { field: 'phone' })

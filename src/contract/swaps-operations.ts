@@ -15,7 +15,7 @@ export const RecordSimChanges = {
       ],
     },
   }),
-  answer: exemplified(SimChangesRecorded, { summary: 'Both new', value: { recorded: 2, duplicates: 0 } }),
+  answer: exemplified(SimChangesRecorded, { summary: 'Both new', value: { recorded: 2, duplicates: 0, outsidePeriod: 0 } }),
 }
 
 /** GET /api/v1/admin/sim-changes */

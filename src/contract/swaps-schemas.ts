@@ -31,6 +31,7 @@ export const SimChangeBatch = Type.Object({
 export const SimChangesRecorded = Type.Object({
   recorded: Type.Integer({ description: 'changes stored by this request' }),
   duplicates: Type.Integer({ description: 'changes already stored with the same content (or given twice in the batch): nothing changed' }),
+  outsidePeriod: Type.Integer({ description: 'changes older than the monitored period (SIM_SWAP_MONITORED_DAYS): their lines are known from now on, the changes themselves are not kept' }),
 })
 
 export const StoredSimChange = Type.Object({

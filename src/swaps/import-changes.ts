@@ -23,7 +23,7 @@ export function changeFileFormat(path: string, given?: string): ChangeFileFormat
   return format
 }
 
-export interface ImportResult { read: number; recorded: number; duplicates: number }
+export interface ImportResult { read: number; recorded: number; duplicates: number; outsidePeriod: number }
 
 /**
  * Streams a file of changes (CSV with a header row naming eventId, phoneNumber, kind,
@@ -33,16 +33,17 @@ export interface ImportResult { read: number; recorded: number; duplicates: numb
  * recorded (importing the fixed file again counts them as duplicates).
  */
 export async function importChanges(records: SwapRecords, path: string, format: ChangeFileFormat, recordedBy = 'cli'): Promise<ImportResult> {
-  const result: ImportResult = { read: 0, recorded: 0, duplicates: 0 }
+  const result: ImportResult = { read: 0, recorded: 0, duplicates: 0, outsidePeriod: 0 }
   let pending: FileRecord[] = []
   const flush = async () => {
     if (pending.length === 0) return
     const batch = pending
     pending = []
     try {
-      const { recorded, duplicates } = await records.record(batch.map((r) => r.value), recordedBy)
+      const { recorded, duplicates, outsidePeriod } = await records.record(batch.map((r) => r.value), recordedBy)
       result.recorded += recorded
       result.duplicates += duplicates
+      result.outsidePeriod += outsidePeriod
     } catch (err) {
       if (err instanceof ChangeRejected) throw new ValidationError(`${path} line ${batch[err.index]!.line}: ${err.reason}`, { field: err.reason.split(' ')[0]! })
       if (err instanceof ChangeConflict) throw new ConflictError(`${path} line ${batch[err.index]!.line}: ${err.reason}`, { field: 'eventId' })

@@ -25,11 +25,12 @@ export async function latestChange(db: Executor, phone: string, family: ChangeFa
 }
 
 /**
- * Does KNS know the line at all: registered with KNS, or with a change record kept (records older
- * than the monitored period are pruned, so a line known only from those is no longer known).
+ * Does KNS know the line at all: registered with KNS, or reported by the operator (sim_lines:
+ * kept when its change records age out of the monitored period), or with a change record kept.
  */
 export async function isKnownNumber(db: Executor, phone: string): Promise<boolean> {
   const row = await db.get<{ known: number }>(
-    `SELECT 1 AS known WHERE EXISTS (SELECT 1 FROM numbers WHERE phone = $1) OR EXISTS (SELECT 1 FROM sim_changes WHERE phone = $1)`, [phone])
+    `SELECT 1 AS known WHERE EXISTS (SELECT 1 FROM sim_lines WHERE phone = $1) OR EXISTS (SELECT 1 FROM numbers WHERE phone = $1)
+      OR EXISTS (SELECT 1 FROM sim_changes WHERE phone = $1)`, [phone])
   return row !== undefined
 }

@@ -26,6 +26,13 @@ export const SWAPS_MIGRATIONS: Migration[] = [
       'CREATE INDEX sim_changes_phone ON sim_changes (phone, changed_at)',
       // The prune: oldest first.
       'CREATE INDEX sim_changes_changed ON sim_changes (changed_at)',
+      // The lines the operator has reported (any change, however old): that a line exists is not
+      // a change record, so the prune leaves it. A line whose records aged out is still known,
+      // and answered "no swap within the monitored period" rather than "not found".
+      `CREATE TABLE sim_lines (
+        phone TEXT PRIMARY KEY,
+        known_since BIGINT NOT NULL
+      )`,
     ],
   },
 ]

@@ -13,6 +13,11 @@ export interface ChangeRecord {
   /** Epoch ms. */
   changedAt: number
   approvalNumber: string | null
+  /**
+   * It happened before the monitored period: only the line is recorded (that it exists), not the
+   * change, which the operator may no longer keep and KNS may not answer about.
+   */
+  outsidePeriod?: boolean
 }
 
 /** A change this request stored (not a duplicate): what listeners are told of. */
@@ -60,8 +65,9 @@ export interface ParseOptions { now: number; monitoredDays: number }
 
 /**
  * One reported change checked field by field, as the route's schema and beyond it: the instant
- * neither ahead of our clock (past CLOCK_SKEW_MS) nor older than the monitored period (a record
- * pruned at once could never be answered, and the operator may not keep it).
+ * not ahead of our clock (past CLOCK_SKEW_MS); one older than the monitored period is marked
+ * `outsidePeriod` (its line is recorded, not the change: a record pruned at once could never be
+ * answered, and the operator may not keep it).
  */
 export function parseChange(raw: unknown, index: number, { now, monitoredDays }: ParseOptions): ChangeRecord {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ChangeRejected(index, 'item', 'must be an object')
@@ -80,9 +86,6 @@ export function parseChange(raw: unknown, index: number, { now, monitoredDays }:
   if (!(CHANGE_KINDS as readonly string[]).includes(kind)) throw new ChangeRejected(index, 'kind', `must be one of ${CHANGE_KINDS.join(', ')}`)
   const changedAt = instant(text('changedAt'), index)
   if (changedAt > now + CLOCK_SKEW_MS) throw new ChangeRejected(index, 'changedAt', `is in the future (more than ${CLOCK_SKEW_MS / 60_000} minutes ahead of the server's clock)`)
-  if (changedAt < now - monitoredDays * DAY_MS) {
-    throw new ChangeRejected(index, 'changedAt', `is older than the monitored period (SIM_SWAP_MONITORED_DAYS=${monitoredDays}): it could never be answered`)
-  }
   let approvalNumber: string | null = null
   if (item.approvalNumber !== undefined && item.approvalNumber !== null && item.approvalNumber !== '') {
     if (typeof item.approvalNumber !== 'string' || !APPROVAL_NUMBER.test(item.approvalNumber)) {
@@ -90,7 +93,8 @@ export function parseChange(raw: unknown, index: number, { now, monitoredDays }:
     }
     approvalNumber = item.approvalNumber
   }
-  return { eventId, phone: canonicalPhone(phoneNumber), kind: kind as ChangeKind, changedAt, approvalNumber }
+  const outsidePeriod = changedAt < now - monitoredDays * DAY_MS
+  return { eventId, phone: canonicalPhone(phoneNumber), kind: kind as ChangeKind, changedAt, approvalNumber, ...(outsidePeriod ? { outsidePeriod } : {}) }
 }
 
 function instant(value: string, index: number): number {

@@ -20,7 +20,12 @@ export interface RecordOptions {
   listeners?: readonly ChangeListener[]
 }
 
-export interface RecordResult { recorded: number; duplicates: number }
+export interface RecordResult {
+  recorded: number
+  duplicates: number
+  /** Changes older than the monitored period: their lines recorded, not the changes. */
+  outsidePeriod: number
+}
 
 const COLUMNS = ['event_id', 'phone', 'kind', 'changed_at', 'approval_number', 'recorded_by', 'recorded_at'] as const
 
@@ -35,12 +40,14 @@ interface Indexed { change: ChangeRecord; index: number }
  * PostgreSQL; SQLite runs one writer at a time), and what it skipped is then compared.
  */
 export async function recordChanges(db: Database, changes: readonly unknown[], options: RecordOptions): Promise<RecordResult> {
-  if (changes.length === 0) return { recorded: 0, duplicates: 0 }
+  if (changes.length === 0) return { recorded: 0, duplicates: 0, outsidePeriod: 0 }
   if (changes.length > MAX_CHANGES_PER_BATCH) throw new ValidationError(`body: changes holds at most ${MAX_CHANGES_PER_BATCH} changes per request`, { field: 'changes' })
   const now = options.now ?? Date.now()
-  const parsed = changes.map((raw, index) => parseChange(raw, index, { now, monitoredDays: options.monitoredDays }))
+  const all = changes.map((raw, index) => parseChange(raw, index, { now, monitoredDays: options.monitoredDays }))
+  const parsed = all.filter((change) => change.outsidePeriod !== true)
   const { unique, repeated } = oncePerEventId(parsed)
   return db.transaction(async (tx) => {
+    await recordLines(tx, all, now)
     await checkApprovals(tx, unique, now)
     const rows = unique.map(({ change: c }) => [c.eventId, c.phone, c.kind, c.changedAt, c.approvalNumber, options.recordedBy, now])
     const { rows: inserted } = await insertRows<{ event_id: string }>(tx, 'sim_changes', COLUMNS, rows, 'ON CONFLICT (event_id) DO NOTHING RETURNING event_id')
@@ -48,8 +55,14 @@ export async function recordChanges(db: Database, changes: readonly unknown[], o
     await compareWithStored(tx, unique.filter(({ change }) => !stored.has(change.eventId)))
     const recorded = unique.filter(({ change }) => stored.has(change.eventId)).map(({ change }) => ({ ...change, recordedBy: options.recordedBy, recordedAt: now }))
     if (recorded.length > 0) for (const listener of options.listeners ?? []) await listener(tx, recorded)
-    return { recorded: recorded.length, duplicates: repeated + unique.length - recorded.length }
+    return { recorded: recorded.length, duplicates: repeated + unique.length - recorded.length, outsidePeriod: all.length - parsed.length }
   })
+}
+
+/** Every line the batch names is known from now on (in phone order: concurrent batches take their row locks alike). */
+async function recordLines(tx: Executor, changes: readonly ChangeRecord[], now: number): Promise<void> {
+  const phones = [...new Set(changes.map((c) => c.phone))].sort()
+  await insertRows(tx, 'sim_lines', ['phone', 'known_since'], phones.map((phone) => [phone, now]), 'ON CONFLICT (phone) DO NOTHING')
 }
 
 /**

@@ -49,7 +49,7 @@ test('an approved request for the number is accepted and kept with the change', 
   const { ref, phone } = await approvalFor()
   assertVerdict(await verifySignature(h, ref, await signApproval(h, owner, ref)), true)
   const item = change(phone, ref)
-  assert.deepEqual(await h.service.swaps.record([item], 'test'), { recorded: 1, duplicates: 0 })
+  assert.deepEqual(await h.service.swaps.record([item], 'test'), { recorded: 1, duplicates: 0, outsidePeriod: 0 })
   const row = await h.service.db.get<{ approval_number: string }>('SELECT approval_number FROM sim_changes WHERE event_id = $1', [item.eventId])
   assert.equal(row!.approval_number, ref)
   // The number written without its +: the same number.

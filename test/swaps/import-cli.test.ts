@@ -33,7 +33,7 @@ test('a CSV of several batches is recorded, in any column order, with or without
   const rows = Array.from({ length: 1203 }, (_, i) => `${ago(i + 1)},"csv:${i}",${i % 2 === 0 ? phone : phone.slice(1)},${['activation', 'sim-change', 'device-change'][i % 3]},`)
   const path = file('changes.csv', `changedAt,eventId,phoneNumber,kind,approvalNumber\n${rows.join('\n')}\n\n`)
   const first = oneJson(await kns(['sim-changes', 'import', path, '--json']))
-  assert.deepEqual(first, { read: 1203, recorded: 1203, duplicates: 0 })
+  assert.deepEqual(first, { read: 1203, recorded: 1203, duplicates: 0, outsidePeriod: 0 })
   const row = await h.service.db.get<Record<string, unknown>>('SELECT phone, kind, approval_number, recorded_by FROM sim_changes WHERE event_id = $1', ['csv:1'])
   assert.deepEqual({ ...row }, { phone, kind: 'sim-change', approval_number: null, recorded_by: 'cli' })
   const again = await kns(['sim-changes', 'import', path])
@@ -47,10 +47,10 @@ test('a CSV of several batches is recorded, in any column order, with or without
 test('NDJSON (.ndjson, .jsonl, or any name with --format ndjson), blank lines skipped', async () => {
   const line = (id: string, extra: Record<string, unknown> = {}) => JSON.stringify({ eventId: id, phoneNumber: randomPhone(), kind: 'sim-change', changedAt: ago(5), ...extra })
   const jsonl = file('feed.jsonl', `${line('nd:1')}\n\n${line('nd:2', { approvalNumber: null })}\n${line('nd:3')}`)
-  assert.deepEqual(oneJson(await kns(['sim-changes', 'import', jsonl, '--json'])), { read: 3, recorded: 3, duplicates: 0 })
+  assert.deepEqual(oneJson(await kns(['sim-changes', 'import', jsonl, '--json'])), { read: 3, recorded: 3, duplicates: 0, outsidePeriod: 0 })
   const txt = file('feed.txt', `${line('nd:4')}\n${line('nd:1').replace('nd:1', 'nd:5')}\n`)
   assert.equal((await kns(['sim-changes', 'import', txt])).code, 2, 'a name that says no format needs --format')
-  assert.deepEqual(oneJson(await kns(['sim-changes', 'import', txt, '--format', 'ndjson', '--json'])), { read: 2, recorded: 2, duplicates: 0 })
+  assert.deepEqual(oneJson(await kns(['sim-changes', 'import', txt, '--format', 'ndjson', '--json'])), { read: 2, recorded: 2, duplicates: 0, outsidePeriod: 0 })
   assert.equal((await kns(['sim-changes', 'import', txt, '--format', 'xml'])).code, 2)
 })
 

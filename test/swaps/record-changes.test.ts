@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { CHANGE_KIND_NAMES, MAX_CHANGES_PER_BATCH } from '../../src/contract/swaps-schemas.ts'
 import { ConflictError, ValidationError } from '../../src/errors.ts'
-import { CHANGE_KINDS } from '../../src/swaps/latest-change.ts'
+import { CHANGE_KINDS, isKnownNumber } from '../../src/swaps/latest-change.ts'
 import { ChangeConflict, ChangeRejected, type RecordedChange } from '../../src/swaps/parse-change.ts'
 import { recordChanges } from '../../src/swaps/record-changes.ts'
 import { startHarness, type Harness } from '../helpers.ts'
@@ -51,7 +51,7 @@ test('a change is stored as reported: canonical number, epoch ms, who and when',
   const phone = randomPhone()
   const item = change({ phoneNumber: phone.slice(1), kind: 'device-change', changedAt: '2026-11-27T10:15:30.250+02:00' })
   const now = Date.parse('2026-11-28T00:00:00Z')
-  assert.deepEqual(await recordChanges(h.service.db, [item], { recordedBy: 'key:abc', now, monitoredDays: 100 }), { recorded: 1, duplicates: 0 })
+  assert.deepEqual(await recordChanges(h.service.db, [item], { recordedBy: 'key:abc', now, monitoredDays: 100 }), { recorded: 1, duplicates: 0, outsidePeriod: 0 })
   const row = (await stored(item.eventId as string))!
   assert.deepEqual({ ...row, changed_at: Number(row.changed_at), recorded_at: Number(row.recorded_at) }, {
     event_id: item.eventId, phone, kind: 'device-change', changed_at: Date.parse('2026-11-27T08:15:30.250Z'), approval_number: null, recorded_by: 'key:abc', recorded_at: now,
@@ -75,18 +75,20 @@ test('each field is checked, and a bad item names its index and field; nothing o
   await rejected(change({ changedAt: 1764231300000 }), 'changedAt', /must be a string/)
   await rejected(change({ changedAt: '2026-02-30T08:15:00Z' }), 'changedAt', /not a real date/)
   await rejected(change({ changedAt: new Date(Date.now() + 10 * 60_000).toISOString() }), 'changedAt', /in the future/, 1)
-  await rejected(change({ changedAt: new Date(Date.now() - 101 * 24 * HOUR).toISOString() }), 'changedAt', /older than the monitored period \(SIM_SWAP_MONITORED_DAYS=100\)/)
   await rejected(change({ approvalNumber: 'ABC' }), 'approvalNumber', /24 lowercase hex/)
   await rejected(change({ approvalNumber: 7 }), 'approvalNumber', /24 lowercase hex/)
   await assert.rejects(record([change(), 'not an object']), (err: unknown) => err instanceof ChangeRejected && err.field === 'changes.1.item')
 })
 
-test('a little clock skew is allowed; the monitored period is the configured one', async () => {
+test('a little clock skew is allowed; the monitored period is the configured one; an older change records its line only', async () => {
   assert.equal((await record([change({ changedAt: new Date(Date.now() + 2 * 60_000).toISOString() })])).recorded, 1)
   assert.equal((await record([change({ changedAt: new Date(Date.now() - 99 * 24 * HOUR).toISOString() })])).recorded, 1)
-  // Another operator's period: 7 days.
-  const old = change({ changedAt: new Date(Date.now() - 8 * 24 * HOUR).toISOString() })
-  await assert.rejects(recordChanges(h.service.db, [old], { recordedBy: 't', monitoredDays: 7 }), /SIM_SWAP_MONITORED_DAYS=7/)
+  // Another operator's period: 7 days. An activation of 8 days ago: the line is known, the change not kept.
+  const phoneNumber = `+4479111${String(Math.floor(Math.random() * 1e5)).padStart(5, '0')}`
+  const old = change({ phoneNumber, kind: 'activation', changedAt: new Date(Date.now() - 8 * 24 * HOUR).toISOString() })
+  assert.deepEqual(await recordChanges(h.service.db, [old, change()], { recordedBy: 't', monitoredDays: 7 }), { recorded: 1, duplicates: 0, outsidePeriod: 1 })
+  assert.equal(await isKnownNumber(h.service.db, phoneNumber), true)
+  assert.equal((await h.service.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM sim_changes WHERE phone = $1', [phoneNumber]))!.n == 0, true)
   assert.equal((await recordChanges(h.service.db, [old], { recordedBy: 't', monitoredDays: 10 })).recorded, 1)
 })
 
@@ -95,16 +97,16 @@ test('idempotent by eventId: the same report again is a duplicate, whatever the 
   const a = change({ changedAt: new Date(t).toISOString() })
   const b = change({ kind: 'activation' })
   const at = (changes: unknown[]) => recordChanges(h.service.db, changes, { recordedBy: 'first', monitoredDays: 100 })
-  assert.deepEqual(await at([a, b]), { recorded: 2, duplicates: 0 })
+  assert.deepEqual(await at([a, b]), { recorded: 2, duplicates: 0, outsidePeriod: 0 })
   const before = await count()
   // The same instant written in +01:00.
   const inParis = `${new Date(t + HOUR).toISOString().slice(0, 19)}+01:00`
-  assert.deepEqual(await at([{ ...a, changedAt: inParis }, b, change()]), { recorded: 1, duplicates: 2 })
+  assert.deepEqual(await at([{ ...a, changedAt: inParis }, b, change()]), { recorded: 1, duplicates: 2, outsidePeriod: 0 })
   assert.equal(await count(), before + 1)
   assert.equal((await stored(a.eventId as string))!.recorded_by, 'first', 'a duplicate changes nothing')
   // Given twice in one batch: once stored, once a duplicate.
   const c = change()
-  assert.deepEqual(await record([c, { ...c }]), { recorded: 1, duplicates: 1 })
+  assert.deepEqual(await record([c, { ...c }]), { recorded: 1, duplicates: 1, outsidePeriod: 0 })
 })
 
 test('the same eventId with other content is a 409 naming it; nothing of the batch is stored', async () => {
@@ -129,9 +131,9 @@ test('the same eventId with other content is a 409 naming it; nothing of the bat
 
 test(`at most ${MAX_CHANGES_PER_BATCH} changes a batch; an empty one records nothing`, async () => {
   await assert.rejects(record(Array.from({ length: MAX_CHANGES_PER_BATCH + 1 }, () => change())), (err: unknown) => err instanceof ValidationError && err.field === 'changes')
-  assert.deepEqual(await record([]), { recorded: 0, duplicates: 0 })
+  assert.deepEqual(await record([]), { recorded: 0, duplicates: 0, outsidePeriod: 0 })
   const phone = randomPhone()
-  assert.deepEqual(await record(Array.from({ length: MAX_CHANGES_PER_BATCH }, () => change({ phoneNumber: phone }))), { recorded: MAX_CHANGES_PER_BATCH, duplicates: 0 })
+  assert.deepEqual(await record(Array.from({ length: MAX_CHANGES_PER_BATCH }, () => change({ phoneNumber: phone }))), { recorded: MAX_CHANGES_PER_BATCH, duplicates: 0, outsidePeriod: 0 })
 })
 
 test('identical batches started together: one records, the others count duplicates; overlapping ones do not deadlock', async () => {
