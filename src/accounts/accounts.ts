@@ -105,6 +105,8 @@ export class Accounts {
   }
 
   async start(changes: ChangeWatcher | null): Promise<void> {
+    // A process that does not watch changes (a CLI command) reads every client afresh.
+    if (changes !== null) this.clients.subscribe(changes)
     await this.provider.start(changes)
     // Reads ignore expired rows already; this only keeps the tables from growing. A failure (the database away) waits for the next round.
     this.#sweeper = setInterval(() => {

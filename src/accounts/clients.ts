@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { signalChange } from '../db/change-signal.ts'
+import { signalChange, type ChangeWatcher } from '../db/change-signal.ts'
 import { ACCOUNTS_TOPIC } from '../db/change-topics.ts'
 import type { Database } from '../db/engine.ts'
 import { isUniqueViolation } from '../db/engine.ts'
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts'
+import { InvalidatingCache } from '../lib/invalidating-cache.ts'
 import type { SealedBox } from '../lib/sealed-box.ts'
 import { claimProblem, ZKLOGIN_LIMITS } from '../lib/zklogin-limits.ts'
 import { endClientSubscriptions } from '../camara/subscriptions/end-subscription.ts'
@@ -77,6 +78,9 @@ const CLIENT_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const NAME = /^[\p{L}\p{N}][\p{L}\p{N} .,&'()_-]{0,63}$/u
 const MAX_REDIRECT_URIS = 10
 export const CLIENT_CHANGED = (clientId: string) => `client:${clientId}`
+const CLIENT_CHANGED_PREFIX = CLIENT_CHANGED('')
+/** CAMARA registrations kept in process at most (a bound on memory; banks are few). */
+const MAX_CACHED_CAMARA_CLIENTS = 10_000
 /** The one client authentication of a CAMARA client, and of no login client: what tells the two apart in the provider. */
 export const CAMARA_CLIENT_AUTH = 'private_key_jwt'
 const LOGIN_GRANT_TYPES = ['authorization_code', 'implicit']
@@ -122,11 +126,29 @@ export class Clients {
   readonly #db: Database
   readonly #box: () => SealedBox
   readonly #builtIn: { clientId: string; redirectUri: string }
+  /**
+   * CAMARA registrations by client ID, for the resource server, which looks the client up on
+   * every call (src/camara/access-token.ts): only while subscribed to the change signal, so a
+   * client removed here is forgotten as its removal commits, and one removed by another
+   * process within the signal's latency (a NOTIFY on PostgreSQL, a poll on SQLite). A client
+   * not found is not cached: one registered a moment ago elsewhere is found at once.
+   */
+  #camaraCache: InvalidatingCache<string, CamaraClient> | undefined
 
   constructor(db: Database, box: () => SealedBox, builtIn: { clientId: string; redirectUri: string }) {
     this.#db = db
     this.#box = box
     this.#builtIn = builtIn
+  }
+
+  /** Caches CAMARA registrations from now on, each dropped when a change to its client is signalled (or all, when changes may have been missed). */
+  subscribe(changes: ChangeWatcher): void {
+    const cache = this.#camaraCache = new InvalidatingCache(MAX_CACHED_CAMARA_CLIENTS)
+    changes.on('change', (topic, subject) => {
+      if (topic !== ACCOUNTS_TOPIC) return
+      if (subject === null) cache.invalidate(null)
+      else if (subject.startsWith(CLIENT_CHANGED_PREFIX)) cache.delete(subject.slice(CLIENT_CHANGED_PREFIX.length))
+    })
   }
 
   get builtInId(): string {
@@ -233,6 +255,8 @@ export class Clients {
       if (n > 0) await endClientSubscriptions(tx, clientId, Date.now())
       return n
     })
+    // Committed: this process refuses the client's tokens from the next call, without waiting for its own signal.
+    this.#camaraCache?.delete(clientId)
     if (removed === 0) {
       const why = clientId === this.#builtIn.clientId ? ' (the built-in client itself cannot be removed; it has no added redirect URIs)' : ''
       throw new NotFoundError(`no client ${clientId}${why}`, { field: 'clientId' })
@@ -242,9 +266,15 @@ export class Clients {
   /** The client's CAMARA registration, or null for a login client or none. */
   async camara(clientId: string): Promise<CamaraClient | null> {
     if (typeof clientId !== 'string' || !CLIENT_ID.test(clientId) || clientId === this.#builtIn.clientId) return null
+    const cached = this.#camaraCache?.get(clientId)
+    if (cached !== undefined) return cached
+    // Taken before the read: a removal committed meanwhile keeps what was read out of the cache.
+    const stamp = this.#camaraCache?.begin()
     const row = await this.#db.get<Pick<ClientRow, 'grant_type' | 'scope'>>('SELECT grant_type, scope FROM oidc_clients WHERE client_id = $1', [clientId])
     if (row?.grant_type == null) return null
-    return { clientId, grantType: row.grant_type, scopes: new Set((row.scope ?? '').split(' ').filter(Boolean)) }
+    const client: CamaraClient = { clientId, grantType: row.grant_type, scopes: new Set((row.scope ?? '').split(' ').filter(Boolean)) }
+    if (stamp !== undefined) this.#camaraCache?.set(clientId, client, stamp)
+    return client
   }
 
   #fromRow(row: ClientRow): OidcClient {

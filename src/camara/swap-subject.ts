@@ -1,5 +1,5 @@
 import type { Executor } from '../db/engine.ts'
-import { isKnownNumber, latestChange, type ChangeFamily } from '../swaps/latest-change.ts'
+import { lineChanges, type ChangeFamily } from '../swaps/latest-change.ts'
 import type { CamaraAccess } from './access.ts'
 import { CamaraError } from './camara-error.ts'
 import { swapServiceApplies } from './service-applicability.ts'
@@ -17,11 +17,10 @@ export function swapSubject(access: CamaraAccess, phoneNumber: string | undefine
 
 /**
  * The latest change of the family on a number KNS knows, at or after `since`, or null; a number
- * it does not know is 404 IDENTIFIER_NOT_FOUND. A change found is proof enough that the number
- * is known: only a null costs the second query.
+ * it does not know is 404 IDENTIFIER_NOT_FOUND. One statement (lineChanges) answers both.
  */
 export async function latestKnownChange(db: Executor, phone: string, family: ChangeFamily, since: number): Promise<number | null> {
-  const latest = await latestChange(db, phone, family, since)
-  if (latest === null && !(await isKnownNumber(db, phone))) throw new CamaraError(404, 'IDENTIFIER_NOT_FOUND', 'The phone number is not known to this service.')
-  return latest
+  const { latest, known } = await lineChanges(db, phone, family)
+  if (!known) throw new CamaraError(404, 'IDENTIFIER_NOT_FOUND', 'The phone number is not known to this service.')
+  return latest !== null && latest >= since ? latest : null
 }

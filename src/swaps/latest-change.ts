@@ -1,3 +1,4 @@
+import { lookupByKey } from '../db/coalesce.ts'
 import type { Executor } from '../db/engine.ts'
 
 /** What the operator reports of a line (src/swaps/migrations.ts). */
@@ -16,14 +17,6 @@ export const FAMILY_KINDS: Record<ChangeFamily, readonly ChangeKind[]> = {
   device: ['activation', 'device-change'],
 }
 
-/** The latest change of the family on the number at or after `since` (epoch ms), or null. */
-export async function latestChange(db: Executor, phone: string, family: ChangeFamily, since: number): Promise<number | null> {
-  const [a, b] = FAMILY_KINDS[family]
-  const row = await db.get<{ latest: number | string | null }>(
-    'SELECT MAX(changed_at) AS latest FROM sim_changes WHERE phone = $1 AND kind IN ($2, $3) AND changed_at >= $4', [phone, a, b, since])
-  return row?.latest == null ? null : Number(row.latest)
-}
-
 /**
  * Does KNS know the line at all: registered with KNS, or reported by the operator (sim_lines:
  * kept when its change records age out of the monitored period), or with a change record kept.
@@ -33,4 +26,33 @@ export async function isKnownNumber(db: Executor, phone: string): Promise<boolea
     `SELECT 1 AS known WHERE EXISTS (SELECT 1 FROM sim_lines WHERE phone = $1) OR EXISTS (SELECT 1 FROM numbers WHERE phone = $1)
       OR EXISTS (SELECT 1 FROM sim_changes WHERE phone = $1)`, [phone])
   return row !== undefined
+}
+
+/** A line as the swap answers see it: its latest change of a family (at any time), and whether KNS knows it at all. */
+export interface LineChanges { latest: number | null; known: boolean }
+
+/**
+ * A line's latest change of the family and isKnownNumber in one statement, per family (its kinds are constants, not
+ * input). The since bound is left to the caller: the latest change at or after `since` is the
+ * latest change if that is at or after `since`, else there is none.
+ */
+const lineStatements = (family: ChangeFamily) => {
+  const kinds = FAMILY_KINDS[family].map((k) => `'${k}'`).join(', ')
+  const columns = (phone: string) =>
+    `(SELECT MAX(s.changed_at) FROM sim_changes s WHERE s.phone = ${phone} AND s.kind IN (${kinds})) AS latest, ` +
+    `(EXISTS (SELECT 1 FROM numbers n WHERE n.phone = ${phone}) OR EXISTS (SELECT 1 FROM sim_changes s WHERE s.phone = ${phone})) AS known`
+  return { one: `SELECT $1 AS phone, ${columns('$1')}`, many: `SELECT k.phone, ${columns('k.phone')} FROM unnest($1::text[]) AS k(phone)` }
+}
+const LINE_STATEMENTS: Record<ChangeFamily, { one: string; many: string }> = { sim: lineStatements('sim'), device: lineStatements('device') }
+
+/**
+ * What a swap answer reads of a line, in one statement: on the CAMARA check and retrieve-date,
+ * which banks call for every payment, two round trips (the change, then whether the number is
+ * known when there was none) were most of a request's cost on PostgreSQL. Concurrent
+ * requests share one statement (lookupByKey), and while one runs the next go together.
+ */
+export async function lineChanges(db: Executor, phone: string, family: ChangeFamily): Promise<LineChanges> {
+  const { one, many } = LINE_STATEMENTS[family]
+  const row = await lookupByKey<{ latest: number | string | null; known: boolean | number }>(db, one, many, 'phone', phone, { inFlight: 1 })
+  return row === undefined ? { latest: null, known: false } : { latest: row.latest == null ? null : Number(row.latest), known: Boolean(row.known) }
 }

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { camaraClientBucket, camaraClientRate } from '../../src/http/camara/auth.ts'
 import { startHarness, type Harness } from '../helpers.ts'
-import { bearer, camaraToken, EVERY_SCOPE, recordChange } from '../camara/support.ts'
+import { bearer, camaraToken, EVERY_SCOPE, recordChange, setCamaraRateLimit } from '../camara/support.ts'
 
 let h: Harness
 let token: string
@@ -144,14 +144,21 @@ test('415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON', async () => {
 test('429 TOO_MANY_REQUESTS with Retry-After past the client\'s rate', async () => {
   const clientId = 'busy-bank'
   const busy = await camaraToken(h.service, { clientId })
-  const { perSecond, burst } = camaraClientRate(h.service.config)
-  assert.ok(perSecond > 0)
-  while ((await h.service.rateLimiter.take(camaraClientBucket(clientId), perSecond, burst)).allowed) { /* spend the burst */ }
-  const res = await post('/sim-swap/v2/check', { headers: bearer(busy) })
-  assertCamaraError(res, 429, 'TOO_MANY_REQUESTS')
-  assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/)
-  // Another client is not affected.
-  assert.equal((await post('/sim-swap/v2/check')).statusCode, 200)
+  const calm = await camaraToken(h.service, { clientId: 'calm-bank' })
+  // One request a second: at the default 100/s a token comes back every 10 ms, which a loaded machine can spend before the request arrives.
+  const rate = h.service.config.defaultKeyRate
+  setCamaraRateLimit(h.service, 1)
+  try {
+    const { perSecond, burst } = camaraClientRate(h.service.config)
+    while ((await h.service.rateLimiter.take(camaraClientBucket(clientId), perSecond, burst)).allowed) { /* spend the burst */ }
+    const res = await post('/sim-swap/v2/check', { headers: bearer(busy) })
+    assertCamaraError(res, 429, 'TOO_MANY_REQUESTS')
+    assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/)
+    // Another client is not affected (not the other tests' client: its bucket would keep this rate's few tokens after it).
+    assert.equal((await post('/sim-swap/v2/check', { headers: bearer(calm) })).statusCode, 200)
+  } finally {
+    setCamaraRateLimit(h.service, rate)
+  }
 })
 
 test('503 UNAVAILABLE with Retry-After while the database is down; 500 INTERNAL without details on a fault', async () => {
