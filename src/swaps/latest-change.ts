@@ -40,7 +40,8 @@ const lineStatements = (family: ChangeFamily) => {
   const kinds = FAMILY_KINDS[family].map((k) => `'${k}'`).join(', ')
   const columns = (phone: string) =>
     `(SELECT MAX(s.changed_at) FROM sim_changes s WHERE s.phone = ${phone} AND s.kind IN (${kinds})) AS latest, ` +
-    `(EXISTS (SELECT 1 FROM numbers n WHERE n.phone = ${phone}) OR EXISTS (SELECT 1 FROM sim_changes s WHERE s.phone = ${phone})) AS known`
+    `(EXISTS (SELECT 1 FROM sim_lines l WHERE l.phone = ${phone}) OR EXISTS (SELECT 1 FROM numbers n WHERE n.phone = ${phone})` +
+    ` OR EXISTS (SELECT 1 FROM sim_changes s WHERE s.phone = ${phone})) AS known`
   return { one: `SELECT $1 AS phone, ${columns('$1')}`, many: `SELECT k.phone, ${columns('k.phone')} FROM unnest($1::text[]) AS k(phone)` }
 }
 const LINE_STATEMENTS: Record<ChangeFamily, { one: string; many: string }> = { sim: lineStatements('sim'), device: lineStatements('device') }
