@@ -41,7 +41,13 @@ export interface OidcClient {
 }
 
 /** What the provider's CAMARA steps need to know of a client, or null for a login client. */
-export interface CamaraClient { clientId: string; grantType: CamaraGrantType; scopes: ReadonlySet<string> }
+export interface CamaraClient {
+  clientId: string
+  grantType: CamaraGrantType
+  scopes: ReadonlySet<string>
+  /** When this registration was made (epoch ms): a token issued before it was for an earlier client of the same ID. */
+  registeredAt: number
+}
 
 export interface NewClient {
   name: string
@@ -270,9 +276,9 @@ export class Clients {
     if (cached !== undefined) return cached
     // Taken before the read: a removal committed meanwhile keeps what was read out of the cache.
     const stamp = this.#camaraCache?.begin()
-    const row = await this.#db.get<Pick<ClientRow, 'grant_type' | 'scope'>>('SELECT grant_type, scope FROM oidc_clients WHERE client_id = $1', [clientId])
+    const row = await this.#db.get<Pick<ClientRow, 'grant_type' | 'scope' | 'created_at'>>('SELECT grant_type, scope, created_at FROM oidc_clients WHERE client_id = $1', [clientId])
     if (row?.grant_type == null) return null
-    const client: CamaraClient = { clientId, grantType: row.grant_type, scopes: new Set((row.scope ?? '').split(' ').filter(Boolean)) }
+    const client: CamaraClient = { clientId, grantType: row.grant_type, scopes: new Set((row.scope ?? '').split(' ').filter(Boolean)), registeredAt: Number(row.created_at) }
     if (stamp !== undefined) this.#camaraCache?.set(clientId, client, stamp)
     return client
   }

@@ -68,6 +68,9 @@ export class CamaraTokens {
     const clientId = payload.client_id as string
     const client = await this.#deps.accounts.clients.camara(clientId)
     if (client === null) throw unauthenticated('the token\'s client is no longer registered')
+    // Issued to an earlier client of the same ID (removed, then registered again): not this one's.
+    // `iat` is in whole seconds: only a token whose second ended before the registration is refused.
+    if ((payload.iat! + 1) * 1000 <= client.registeredAt) throw unauthenticated('the token was issued before its client was registered (to an earlier client of that ID)')
     // Scopes the client has lost since are not honoured; a token without the purpose
     // (FRAUD_PREVENTION_PURPOSE) is the routes' 403 PERMISSION_DENIED, as a missing scope is.
     const scopes = new Set(String(payload.scope).split(' ').filter((s) => s !== '' && client.scopes.has(s)))

@@ -111,13 +111,18 @@ describe('CamaraTokens', () => {
     await refused(`Bearer ${await accessToken({}, {}, { ...forger, kid: 'not-ours' })}`, /no key this provider publishes/)
   })
 
-  test('a client removed (refused at once, its token verified before or not), a scope taken away, no purpose', async () => {
+  test('a client removed (refused at once, its token verified before or not, and after its ID is registered again), a scope taken away, no purpose', async () => {
     const jwks = { keys: [(await clientKeyPair()).publicJwk] }
     const { client } = await h.service.accounts.clients.add({ name: 'Bank gone', grantType: 'client_credentials', jwks, scope: SCOPE })
     const token = await accessToken({ sub: client.clientId, client_id: client.clientId })
     await tokens.verify(`Bearer ${token}`)
     await h.service.accounts.clients.remove(client.clientId)
     await refused(`Bearer ${token}`, /no longer registered/)
+    // Registered again under the same ID (another bank, or the same one anew): the earlier token stays refused.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    await h.service.accounts.clients.add({ name: 'Bank again', clientId: client.clientId, grantType: 'client_credentials', jwks, scope: SCOPE })
+    await refused(`Bearer ${token}`, /issued before its client was registered/)
+    await tokens.verify(`Bearer ${await accessToken({ sub: client.clientId, client_id: client.clientId })}`)
     await refused(`Bearer ${await accessToken({ sub: h.service.config.zkLoginClientId, client_id: h.service.config.zkLoginClientId })}`, /no longer registered/)
     const access = await tokens.verify(`Bearer ${await accessToken({ scope: `${SCOPE} device-swap:check` })}`)
     assert.ok(!access.scopes.has('device-swap:check'), 'a scope the client is not registered for is not honoured')

@@ -58,7 +58,7 @@ export async function camaraToken(service: Service, options: TokenOptions = {}):
     .setIssuer(options.issuer ?? service.accounts.provider.issuer)
     .setAudience(options.audience ?? camaraAudience(service.config.publicBaseUrl))
     .setSubject(options.userId === undefined ? clientId : service.accounts.subjects.subjectFor(options.userId, clientId))
-    .setIssuedAt(now - 5)
+    .setIssuedAt(now)
     .setExpirationTime(now + (options.expiresInS ?? 300))
     .setJti(randomUUID())
     .sign(await importJWK(jwk, 'RS256'))
