@@ -54,6 +54,7 @@ test('401 UNAUTHENTICATED: no token, not a bearer token, garbage, expired, forge
     const res = await h.app.inject({ method: 'POST', url: '/sim-swap/v2/check', headers, payload: { phoneNumber: PHONE } })
     assertCamaraError(res, 401, 'UNAUTHENTICATED')
     assert.equal(res.headers.connection, 'close', what)
+    assert.equal(res.headers['www-authenticate'], 'Bearer realm="camara"', what)
   }
 })
 
@@ -64,7 +65,9 @@ test('401 comes before anything about the body: a malformed body without a token
 
 test('403 PERMISSION_DENIED: no scope for the operation, or no fraud-prevention purpose', async () => {
   const wrongOperation = await camaraToken(h.service, { scopes: ['sim-swap:retrieve-date', 'dpv:FraudPreventionAndDetection'] })
-  assertCamaraError(await post('/sim-swap/v2/check', { headers: bearer(wrongOperation) }), 403, 'PERMISSION_DENIED')
+  const denied = await post('/sim-swap/v2/check', { headers: bearer(wrongOperation) })
+  assertCamaraError(denied, 403, 'PERMISSION_DENIED')
+  assert.equal(denied.headers['www-authenticate'], 'Bearer realm="camara", error="insufficient_scope"')
   assert.equal((await post('/sim-swap/v2/retrieve-date', { headers: bearer(wrongOperation) })).statusCode, 200)
   const noPurpose = await camaraToken(h.service, { scopes: EVERY_SCOPE.filter((s) => s !== 'dpv:FraudPreventionAndDetection') })
   const res = await post('/sim-swap/v2/retrieve-date', { headers: bearer(noPurpose) })
@@ -113,8 +116,8 @@ test('x-correlator: echoed on answers and errors; an invalid one is 400 INVALID_
   assertCamaraError(anonymous, 401, 'UNAUTHENTICATED')
 })
 
-test('404 NOT_FOUND for an unknown path under the prefixes, 405 METHOD_NOT_ALLOWED with Allow for a wrong method', async () => {
-  for (const url of ['/sim-swap/v2/nowhere', '/device-swap/v1/check/extra', '/sim-swap/v2/']) {
+test('404 NOT_FOUND for an unknown path under the prefixes or a version not served, 405 METHOD_NOT_ALLOWED with Allow for a wrong method', async () => {
+  for (const url of ['/sim-swap/v2/nowhere', '/device-swap/v1/check/extra', '/sim-swap/v2/', '/sim-swap/v1/check', '/device-swap/v0/retrieve-date', '/sim-swap-subscriptions/v0.2/subscriptions', '/sim-swap']) {
     assertCamaraError(await post(url), 404, 'NOT_FOUND')
   }
   for (const method of ['GET', 'PUT', 'DELETE'] as const) {

@@ -58,6 +58,9 @@ export function camaraErrorHeaders(err: CamaraError, allow?: readonly string[]):
   const headers: Record<string, string> = {}
   if (err.retryAfterS !== undefined) headers['retry-after'] = String(err.retryAfterS)
   if (err.status === 401 || err.status === 403 || err.status === 429) headers.connection = 'close'
+  // RFC 6750 3: what authentication a 401 wants (a bearer token from the provider), and a 403's why.
+  if (err.status === 401) headers['www-authenticate'] = 'Bearer realm="camara"'
+  if (err.status === 403) headers['www-authenticate'] = 'Bearer realm="camara", error="insufficient_scope"'
   if (allow !== undefined) headers.allow = allow.join(', ')
   return headers
 }

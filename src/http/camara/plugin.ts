@@ -27,9 +27,15 @@ export async function camaraRoutes(app: FastifyInstance, { service }: { service:
   await app.register(subscriptionRoutes, { prefix: SUBSCRIPTIONS_PREFIX, service, tokens })
 }
 
-/** Under a CAMARA prefix (`/sim-swap/v2`, `/sim-swap/v2/...`). */
+/** The versions served, `{apiRoot}/<api>/<version>`. */
+const SERVED = [...SWAP_APIS.map((api) => api.prefix), SUBSCRIPTIONS_PREFIX]
+
+/**
+ * Under a CAMARA API's path, any version (`/sim-swap`, `/sim-swap/v2/...`, `/sim-swap/v1/...`):
+ * a bank calling a version not served gets CAMARA's 404, not the service's shape.
+ */
 export function isCamaraPath(path: string): boolean {
-  return [...SWAP_APIS.map((api) => api.prefix), SUBSCRIPTIONS_PREFIX].some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
+  return SERVED.map((prefix) => prefix.slice(0, prefix.lastIndexOf('/'))).some((api) => path === api || path.startsWith(`${api}/`))
 }
 
 /**
