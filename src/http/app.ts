@@ -131,7 +131,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
 
   app.addSchema(ErrorBody)
   app.addSchema(CamaraErrorInfo)
-  registerErrorHandling(app)
+  registerErrorHandling(app, camaraFrameworkErrors)
   // `transaction_details?wait=` can hold a request for a minute: on shutdown every wait answers
   // at once (with the approval's current state), so closing does not wait them out.
   app.addHook('preClose', (done) => {

@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
 import { PATTERN_WORDS } from '../contract/text.ts'
 import { errorBody } from './error-body.ts'
-import { methodNotAllowed, trackRouteMethods } from './transport.ts'
+import { methodNotAllowed, trackRouteMethods, type OtherErrorShape } from './transport.ts'
 
 
 /** Fastify's own 4xx errors, mapped to our stable codes. */
@@ -55,7 +55,8 @@ export class OutageLog {
   }
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** `otherShape`: paths answered in another API's shape when no route matches (the CAMARA APIs: any version under their names). */
+export function registerErrorHandling(app: FastifyInstance, otherShape: OtherErrorShape = () => undefined): void {
   const allowedMethods = trackRouteMethods(app)
   const outageLog = new OutageLog()
   app.setErrorHandler((caught: FastifyError, request, reply) => {
@@ -87,8 +88,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
   })
 
   // Through the error handler above, which sets Allow on a 405.
-  const noRoute = (request: FastifyRequest, reply: FastifyReply) =>
-    reply.send(methodNotAllowed(allowedMethods, request) ?? new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`))
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0]!
+    const err = methodNotAllowed(allowedMethods, request) ?? new NotFoundError(`no route ${request.method} ${path}`)
+    const other = otherShape(request, path, err)
+    if (other === undefined) return reply.send(err)
+    return reply.status(other.status).headers(other.headers).type('application/json; charset=utf-8').send(JSON.stringify(other.body))
+  }
   // Answered before the body is read: no route means nothing to parse it for (a wrong method
   // with a malformed or huge body is still a 405, and costs nothing).
   app.addHook('onRequest', (request, reply, done) => {

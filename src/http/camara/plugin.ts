@@ -48,8 +48,9 @@ export const camaraShedShape: OtherShedShape = (req, status, message) => {
 }
 
 /**
- * A framework error (a URL that does not decode) under a CAMARA prefix, in CAMARA's shape with
- * the correlator echoed: no route matched, so neither the error handler nor the hooks above run.
+ * A framework error (a URL that does not decode), or no route at all (an unknown path, another
+ * version), under a CAMARA API's path, in CAMARA's shape with the correlator echoed: no CAMARA
+ * route matched, so neither its error handler nor its hooks run.
  */
 export const camaraFrameworkErrors: OtherErrorShape = (request, path, failure) => {
   if (!isCamaraPath(path)) return undefined
