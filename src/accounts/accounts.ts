@@ -72,6 +72,7 @@ export class Accounts {
 
   useLogger(logger: SmsLogger): void {
     this.#log = logger
+    this.provider.onRefused = (refused) => this.#log.info(refused, `login provider refused a ${refused.endpoint} request: ${refused.error}`)
   }
 
   /** What an operator must hear at start. */

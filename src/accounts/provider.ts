@@ -55,6 +55,8 @@ export class LoginProvider {
   #handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   #kids = ''
   #keyCheck: NodeJS.Timeout | undefined
+  /** Told why a token or authorization request was refused (the server logs it: Accounts). */
+  onRefused: ((refused: ProviderRefusal) => void) | undefined
 
   constructor(deps: LoginProviderDeps) {
     this.#deps = deps
@@ -116,6 +118,10 @@ export class LoginProvider {
     provider.use(securityHeaders)
     provider.use(cachePublicDocuments)
     provider.on('server_error', markDatabaseUnavailable)
+    // A refused token or authorization request answers only `invalid_client` and the like (the
+    // client learns nothing it could probe with); why is the operator's to read, in the log.
+    provider.on('grant.error', (ctx: KoaContextWithOIDC, err: RefusalDetail) => this.onRefused?.(refusal('token', ctx, err)))
+    provider.on('authorization.error', (ctx: KoaContextWithOIDC, err: RefusalDetail) => this.onRefused?.(refusal('authorization', ctx, err)))
     this.#provider = provider
     this.#handler = provider.callback()
     this.#kids = keys.map((k) => (k as { kid?: string }).kid).join(',')
@@ -188,6 +194,16 @@ export class LoginProvider {
       },
     }
   }
+}
+
+/** Why the provider refused a request, as the server logs it: never a token, an assertion or a code. */
+export interface ProviderRefusal { endpoint: 'token' | 'authorization'; clientId: string | null; error: string; detail: string | null }
+interface RefusalDetail { error?: string; error_detail?: string; error_description?: string }
+
+function refusal(endpoint: ProviderRefusal['endpoint'], ctx: KoaContextWithOIDC, err: RefusalDetail): ProviderRefusal {
+  const named = ctx.oidc?.client?.clientId ?? (ctx.oidc?.params?.client_id as string | undefined)
+  const clientId = typeof named === 'string' ? named.slice(0, 64) : null
+  return { endpoint, clientId, error: err.error ?? 'server_error', detail: err.error_detail ?? err.error_description ?? null }
 }
 
 /**

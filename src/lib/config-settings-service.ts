@@ -98,12 +98,12 @@ export const SERVICE_SETTINGS: Setting[] = [
   },
   {
     name: 'RETENTION_DAYS', section: DATABASE, ...whole('retentionDays', 90, 0, 36_500),
-    description: 'finished webhook deliveries, events with no delivery left and ledger feed rows the watcher has read are deleted after this many days (hourly in the server, or `kns prune`); `0` keeps everything',
+    description: 'finished webhook deliveries, events with no delivery left, ledger feed rows the watcher has read and ended CAMARA subscriptions are deleted after this many days (hourly in the server, or `kns prune`); `0` keeps everything',
   },
   {
     name: 'SIM_SWAP_MONITORED_DAYS', section: DATABASE, ...whole('simSwapMonitoredDays', 100, 1, 3650),
     description: 'the operator\'s monitored period for SIM Swap and Device Swap: how far back a change may be answered (as the law where it operates allows). ' +
-      'SIM and device change records older than this are deleted (hourly in the server, or `kns prune` / `kns sim-changes prune`), and a report of an older change is refused. ' +
+      'SIM and device change records older than this are deleted (hourly in the server, or `kns prune` / `kns sim-changes prune`); a change reported older than this only makes its line known (docs/camara.md). ' +
       'The default, 100 days (2400 hours), is the longest `maxAge` CAMARA\'s SIM Swap takes',
   },
   { name: 'REDIS_URL', section: DATABASE, ...link('redisUrl', ['redis:', 'rediss:']), description: '`redis://...`: share the rate limits between processes' },

@@ -111,6 +111,21 @@ describe('client credentials for CAMARA clients', () => {
     assert.equal((await clientCredentials(server, bank, undefined, plain)).status, 200)
   })
 
+  test('a refused request is logged for the operator with its reason and client, never the assertion', async () => {
+    const lines: Array<{ fields: Record<string, unknown>; message: string }> = []
+    server.h.service.accounts.useLogger({ info: (fields, message) => lines.push({ fields: fields as Record<string, unknown>, message: message ?? '' }), warn: () => {} })
+    const now = Math.floor(Date.now() / 1000)
+    const far = await clientAssertion(server, bank, { iat: null, exp: now + 400 })
+    assertOAuthError(await clientCredentials(server, bank, undefined, far), 'invalid_client')
+    const line = lines.find((l) => l.fields.endpoint === 'token')
+    assert.ok(line, JSON.stringify(lines))
+    assert.equal(line.fields.clientId, bank.clientId)
+    assert.equal(line.fields.error, 'invalid_client')
+    assert.match(String(line.fields.detail), /more than 300 s from now/)
+    assert.match(line.message, /refused a token request: invalid_client/)
+    assert.ok(!JSON.stringify(lines).includes(far), 'the assertion is never logged')
+  })
+
   test('an assertion is used once: replayed later, or sent by requests started together, only one gets a token', async () => {
     const assertion = await clientAssertion(server, bank)
     assert.equal((await clientCredentials(server, bank, undefined, assertion)).status, 200)
