@@ -44,3 +44,25 @@ test('an authorization request while the database is down: 503 DATABASE_UNAVAILA
   assert.equal(again.status, 303)
   assert.match(again.headers.get('location') ?? '', /\/oidc\/interaction\//)
 })
+
+test('a login step while the database is down: 503 with Retry-After, not "this login has expired" (a failover must not send a user back to the start)', async () => {
+  const auth = new URL(`${server.issuer}/auth`)
+  auth.search = new URLSearchParams({
+    client_id: server.h.service.config.zkLoginClientId, redirect_uri: `${server.base}/approve`, response_type: 'id_token',
+    scope: 'openid', nonce: 'n-outage-2', state: 's', prompt: 'login',
+  }).toString()
+  const started = await fetch(auth, { redirect: 'manual' })
+  assert.equal(started.status, 303)
+  const interactionUrl = new URL(started.headers.get('location')!, server.base)
+  const cookie = started.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ')
+  const step = () => fetch(`${interactionUrl.href}/code`, {
+    method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ phoneNumber: '+447911123456' }),
+  })
+  const down = await withDatabaseDown(server.h.service.db, step)
+  const body = await down.json() as Record<string, unknown>
+  assert.equal(down.status, 503, JSON.stringify(body))
+  assert.equal(down.headers.get('retry-after'), '1')
+  assert.equal(body.code, 'DATABASE_UNAVAILABLE')
+  // Back: the same login goes on (202: a code sent, or the same answer for a number without an account).
+  assert.equal((await step()).status, 202)
+})

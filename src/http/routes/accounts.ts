@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { consentAsked, grantConsent } from '../../accounts/consent.ts'
+import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import { NotFoundError, ValidationError } from '../../errors.ts'
 import { canonicalPhone, maskPhone } from '../../identity/phone.ts'
 import { MAX_EPOCH_UPPER_BOUND_DELTA } from '../../ledger/zklogin/verify-clear.ts'
@@ -58,13 +59,18 @@ export async function accountsRoutes(fastify: FastifyInstance, { service }: { se
   app.get(`${mount}/interaction/:uid`, { onRequest: ipLimit, schema: { hide: true, params: InteractionParams } }, pageHandler(service, LOGIN_PAGE_FILE))
 
   const tags = ['login']
-  /** The interaction of this browser (its cookie) with this uid, or 404: expired, finished, or another browser's. */
+  /**
+   * The interaction of this browser (its cookie) with this uid, or 404: expired, finished, or
+   * another browser's. The database away while it is read is not "expired": that is a 503 with
+   * Retry-After like everywhere else (a failover's 404 told a user mid-login to start again).
+   */
   const interaction = async (request: { raw: FastifyRequest['raw']; params: { uid: string } }, reply: FastifyReply) => {
     try {
       const details = await accounts.provider.provider.interactionDetails(request.raw, reply.raw)
       if (details.uid !== request.params.uid) throw new Error('another interaction')
       return details
-    } catch {
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) throw err
       throw new NotFoundError('this login has expired or belongs to another browser: start again from the page that sent you here')
     }
   }
