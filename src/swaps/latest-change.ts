@@ -18,13 +18,17 @@ export const FAMILY_KINDS: Record<ChangeFamily, readonly ChangeKind[]> = {
 }
 
 /**
- * Does KNS know the line at all: registered with KNS, or reported by the operator (sim_lines:
- * kept when its change records age out of the monitored period), or with a change record kept.
+ * Does KNS know the line `phone` (an SQL expression) at all: registered with KNS, or reported
+ * by the operator (sim_lines: kept when its change records age out of the monitored period), or
+ * with a change record kept. One expression for isKnownNumber and lineChanges.
  */
+const knownLine = (phone: string): string =>
+  `(EXISTS (SELECT 1 FROM sim_lines l WHERE l.phone = ${phone}) OR EXISTS (SELECT 1 FROM numbers n WHERE n.phone = ${phone})` +
+  ` OR EXISTS (SELECT 1 FROM sim_changes s WHERE s.phone = ${phone}))`
+
+/** Does KNS know the line at all (knownLine). */
 export async function isKnownNumber(db: Executor, phone: string): Promise<boolean> {
-  const row = await db.get<{ known: number }>(
-    `SELECT 1 AS known WHERE EXISTS (SELECT 1 FROM sim_lines WHERE phone = $1) OR EXISTS (SELECT 1 FROM numbers WHERE phone = $1)
-      OR EXISTS (SELECT 1 FROM sim_changes WHERE phone = $1)`, [phone])
+  const row = await db.get<{ known: number }>(`SELECT 1 AS known WHERE ${knownLine('$1')}`, [phone])
   return row !== undefined
 }
 
@@ -40,8 +44,7 @@ const lineStatements = (family: ChangeFamily) => {
   const kinds = FAMILY_KINDS[family].map((k) => `'${k}'`).join(', ')
   const columns = (phone: string) =>
     `(SELECT MAX(s.changed_at) FROM sim_changes s WHERE s.phone = ${phone} AND s.kind IN (${kinds})) AS latest, ` +
-    `(EXISTS (SELECT 1 FROM sim_lines l WHERE l.phone = ${phone}) OR EXISTS (SELECT 1 FROM numbers n WHERE n.phone = ${phone})` +
-    ` OR EXISTS (SELECT 1 FROM sim_changes s WHERE s.phone = ${phone})) AS known`
+    `${knownLine(phone)} AS known`
   return { one: `SELECT $1 AS phone, ${columns('$1')}`, many: `SELECT k.phone, ${columns('k.phone')} FROM unnest($1::text[]) AS k(phone)` }
 }
 const LINE_STATEMENTS: Record<ChangeFamily, { one: string; many: string }> = { sim: lineStatements('sim'), device: lineStatements('device') }
