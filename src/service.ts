@@ -27,6 +27,7 @@ import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts'
 import { Accounts } from './accounts/accounts.ts'
 import { SwapRecords } from './swaps/swap-records.ts'
 import { CamaraSubscriptions } from './camara/subscriptions/subscriptions.ts'
+import { AddressWorkers } from './identity/address-workers.ts'
 
 /** Everything a request handler or CLI command needs, opened once per process. */
 export interface Service {
@@ -57,6 +58,8 @@ export interface Service {
   swaps: SwapRecords
   /** CAMARA SIM Swap Subscriptions: told of every recorded change; their sweeper runs once `start()` (servers). */
   camaraSubscriptions: CamaraSubscriptions
+  /** New registrations' zkLogin addresses, derived on a worker thread (started at the first one). */
+  addressWorkers: AddressWorkers
   /** What an operator must hear at start (a server logs them as warnings). */
   warnings: string[]
   close(): Promise<void>
@@ -159,6 +162,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const shakenCredentials = new Credentials(db, () => new SealedBox(secret(), 'shaken-credentials'))
     const swaps = new SwapRecords(db, config.simSwapMonitoredDays)
     const camaraSubscriptions = new CamaraSubscriptions(config, db, events)
+    const addressWorkers = new AddressWorkers(secret)
     // A SIM change's `swapped` events are queued in the transaction that records it (the outbox).
     swaps.onRecorded(async (tx, recorded) => { await camaraSubscriptions.changesRecorded(tx, recorded) })
     if (changes !== null) {
@@ -178,7 +182,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     }
     return {
       config, db, ledger, rateLimiter, keyDirectory, certificateTrust, shakenCredentials, phoneLinks,
-      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts, swaps, camaraSubscriptions,
+      callVerifier: new CallVerifier(keyDirectory, certificateTrust, config), decisionWaiters, events, warnings, accounts, swaps, camaraSubscriptions, addressWorkers,
       get secret(): Buffer {
         return secret()
       },
@@ -188,6 +192,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
         await camaraSubscriptions.stop()
         await events.stop()
         await accounts.close()
+        await addressWorkers.close()
         await changes?.close()
         await ledger.close()
         await rateLimiter.close()

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
-import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, RateLimitedError } from '../errors.ts'
+import { DatabaseUnavailableError, KnsError, type ErrorCode, MethodNotAllowedError, NotFoundError, OverloadedError, RateLimitedError } from '../errors.ts'
 import { PATTERN_WORDS } from '../contract/text.ts'
 import { errorBody } from './error-body.ts'
 import { methodNotAllowed, trackRouteMethods, type OtherErrorShape } from './transport.ts'
@@ -72,7 +72,9 @@ export function registerErrorHandling(app: FastifyInstance, otherShape: OtherErr
       if (err.status === 401 || err.status === 403 || err.status === 429) reply.header('connection', 'close')
       if (err instanceof MethodNotAllowedError) reply.header('allow', err.allow.join(', '))
       if (err instanceof DatabaseUnavailableError) reply.header('retry-after', '1')
-      if (err.status >= 500 && !(err instanceof DatabaseUnavailableError)) request.log.error({ err }, 'request failed')
+      // Shed for load: expected under a flood, a line each would be the next flood.
+      if (err instanceof OverloadedError) reply.header('retry-after', String(err.retryAfterS))
+      if (err.status >= 500 && !(err instanceof DatabaseUnavailableError) && !(err instanceof OverloadedError)) request.log.error({ err }, 'request failed')
       return send(reply, request, err.status, err.code, err.message, err.field)
     }
     if (err.validation !== undefined) {

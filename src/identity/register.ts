@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../db/engine.ts'
 import { LedgerUnsupportedError } from '../errors.ts'
 import { AnswerFloor } from '../lib/answer-floor.ts'
 import type { Ledger } from '../ledger/ledger.ts'
+import type { AddressWorkers } from './address-workers.ts'
 import { confirmIssuerPin } from './issuer-pin.ts'
 import { findByPhone, linkNumber } from './numbers.ts'
 import { canonicalPhone } from './phone.ts'
@@ -30,6 +31,11 @@ export interface RegistrationDeps {
    * does not tell a registered number from a new one. The HTTP route sets it; seeding does not.
    */
   answerFloor?: AnswerFloor
+  /**
+   * Derives new registrations' addresses off the event loop, and refuses registrations while
+   * its queue is full (see AddressWorkers). The HTTP route sets it; seeding derives inline.
+   */
+  addressWorkers?: AddressWorkers
 }
 
 /**
@@ -67,14 +73,24 @@ async function existingUser(db: Executor, phone: string): Promise<UserRow | unde
  * registrations' work sets. See docs/api.md, "Registration".
  */
 export async function registerOrLogin(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<Registration> {
+  // Refused before anything is looked up, registered number or not, so a 503 under load tells
+  // nothing about the number either.
+  deps.addressWorkers?.refuseWhileSaturated()
   const floor = deps.answerFloor
   const started = floor?.start()
+  // The threads' start (~0.25 s, once per process) is not new registrations' usual time.
+  const cold = deps.addressWorkers?.warm === false
   const { registration, created } = await registerOrFind(deps, input)
   if (floor !== undefined && started !== undefined) {
-    if (created) floor.slow(started)
+    if (created && !cold) floor.slow(started)
     await floor.hold(started)
   }
   return registration
+}
+
+function deriveAddress(deps: RegistrationDeps, userId: string): Promise<string> | string {
+  if (deps.addressWorkers !== undefined) return deps.addressWorkers.derive(deps.zkLoginIssuer, deps.zkLoginClientId, userId)
+  return zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
 }
 
 async function registerOrFind(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<{ registration: Registration; created: boolean }> {
@@ -86,10 +102,11 @@ async function registerOrFind(deps: RegistrationDeps, input: { email: string; ph
   if (known !== undefined) return { registration: await answer(deps, known, identifiers), created: false }
 
   // The slow kind: the address's derivation (HMAC, then the zkLogin address's Poseidon hash,
-  // 2-5 ms of CPU), the inserts, the mint and a durable commit. Not repeated on the fast path
-  // to match it: the answer floor hides it, and CPU is what a flood of registrations spends.
+  // 2-5 ms of CPU, on a worker thread when served over HTTP), the inserts, the mint and a
+  // durable commit. Not repeated on the fast path to match it: the answer floor hides it, and
+  // CPU is what a flood of registrations spends.
   const userId = randomUUID()
-  const zkAddress = zkLoginAddressFor(deps.secret, deps.zkLoginIssuer, deps.zkLoginClientId, userId)
+  const zkAddress = await deriveAddress(deps, userId)
   try {
     const objectId = await deps.db.transaction(async (tx) => {
       await confirmIssuerPin(tx, deps.zkLoginIssuer)

@@ -11,9 +11,11 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   // One per server process: it follows the time this process's new registrations take.
   const answerFloor = registrationAnswerFloor()
+  const { addressWorkers } = service
 
   app.post('/numsys/register-user-login', {
-    onRequest: publicRateLimit(service),
+    // Before the body is read: a registration refused for load costs the least it can.
+    onRequest: [publicRateLimit(service), async () => addressWorkers.refuseWhileSaturated()],
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['identity'],
@@ -33,6 +35,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
       zkLoginIssuer: service.config.zkLoginIssuer,
       zkLoginClientId: service.config.zkLoginClientId,
       answerFloor,
+      addressWorkers,
     }, request.body)
     return {
       success: true,
