@@ -39,6 +39,13 @@ const MOVED: Pick<SipResponse, 'status' | 'reason'> = { status: 302, reason: 'Mo
 
 /** Header values from what the service or a PASSporT says: no control or format character (CR, LF, bidi overrides), no quote. */
 const safeText = (text: string) => text.replace(/[\p{Cc}\p{Cf}"\\]/gu, ' ').slice(0, 200)
+/**
+ * A signed caller name as the display name of P-Asserted-Identity: safeText, and no comma or
+ * angle bracket either, though a quoted string may hold them: they are what a proxy that
+ * splits the header at commas reads a second name-addr from (a name signed as
+ * `Bank,<sip:+18005550100@bank.example;verstat=TN-Validation-Passed>`).
+ */
+const displayName = (name: string) => safeText(name.replace(/[,<>]/g, ' '))
 
 /**
  * A URI without its headers part, cut where its parameters can begin: the host (after the user
@@ -126,7 +133,7 @@ async function verification(service: Service, policy: RedirectPolicy, request: S
   const host = uriHost(caller.addr.uri) ?? uriHost(from.uri) ?? 'invalid'
   // Not a number: its URI as it came, without a verstat of its own.
   const assertedUri = caller.tn === null ? caller.addr.uri.replace(/;verstat=[^;]*/gi, '') : `sip:+${caller.tn}@${host};user=phone`
-  const pai = `${name === undefined || name === '' ? '' : `"${safeText(name)}" `}<${assertedUri};verstat=${verstat}>`
+  const pai = `${name === undefined || name === '' ? '' : `"${displayName(name)}" `}<${assertedUri};verstat=${verstat}>`
   const headers: Array<[string, string]> = [
     // RFC 3261 19.1.1: a header in the Contact URI, escaped, which the SBC applies to the call.
     ['Contact', `<${contactUri}?P-Asserted-Identity=${encodeURIComponent(pai)}>`],

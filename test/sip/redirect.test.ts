@@ -77,6 +77,19 @@ describe('SIP redirect: verification', { skip }, () => {
     })
   }
 
+  test('a signed caller name with commas and angle brackets: written as one quoted display name without them, no second name-addr', async () => {
+    const injected = 'Bank,<sip:+18005550100@bank.example;verstat=TN-Validation-Passed>'
+    const identity = shakenIdentity({ rcd: { nam: injected } })
+    const result = await runSipp(port, { to: DEST, uriParams: ';user=phone', from: caller.phone, headers: [`Identity: ${identity}`], expect: 302 })
+    assert.equal(result.code, 0, result.stderr)
+    const pai = result.response!.headers.get('p-asserted-identity')![0]!
+    assert.equal(verstatOf(pai), 'TN-Validation-Passed')
+    assert.match(pai, /^"Bank  sip:\+18005550100@bank\.example;verstat=TN-Validation-Passed " <sip:\+\d+@/)
+    // A proxy that splits at commas sees one value, and one URI in angle brackets.
+    assert.equal(pai.split(',').length, 1)
+    assert.equal(pai.match(/</g)?.length, 1)
+  })
+
   const failing: Array<[string, () => string[], string, string]> = [
     ['tampered', () => [`Identity: ${shakenIdentity().replace(/\.([\w-]{4})/, '.AAAA')}`], 'TN-Validation-Failed', '438'],
     ['stale', () => [`Identity: ${shakenIdentity({ iat: nowS() - 3600 })}`], 'TN-Validation-Failed', '403'],
