@@ -45,7 +45,7 @@ const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite').split(',').map((e) => e.
 const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 const REGISTRATION_CONNECTIONS = envInt('BENCH_REGISTRATION_CONNECTIONS', 400)
 /** The admission settings a run may pass to the server from this shell. */
-const PASSTHROUGH = ['MAX_IN_FLIGHT', 'QUEUE_BUDGET_MS', 'MAX_CONNECTIONS', 'MAX_CONNECTIONS_PER_IP', 'SHED_LAG_MS']
+const PASSTHROUGH = ['MAX_IN_FLIGHT', 'MAX_IN_FLIGHT_PER_CLIENT', 'QUEUE_BUDGET_MS', 'MAX_CONNECTIONS', 'MAX_CONNECTIONS_PER_IP', 'SHED_LAG_MS']
 
 const percentile = (values: number[], p: number) => {
   if (values.length === 0) return NaN

@@ -40,6 +40,8 @@ export interface AdmissionLimits {
   maxConnections: number
   maxConnectionsPerIp: number
   maxInFlight: number
+  /** Slots one client may hold (default: maxInFlight, no cap of its own; app.ts sets MAX_IN_FLIGHT_PER_CLIENT's). */
+  maxInFlightPerClient?: number
   queueBudgetMs: number
   busyKeepAliveMs: number
   keepAliveMs: number
@@ -272,7 +274,7 @@ export class Admission {
     const client = this.#clientOf(request)
     if (this.#shedForLag(client, priority)) return this.#shed(request, reply, 'the service is busy', priority, 'lag')
     // Nobody overtakes those already waiting; past the turn's budget the request waits for the next turn.
-    if (this.#fits(priority) && !this.#waitingAtOrAbove(priority) && this.#withinTurn(performance.now())) {
+    if (this.#fits(priority) && this.#withinClientCap(client) && !this.#waitingAtOrAbove(priority) && this.#withinTurn(performance.now())) {
       this.#take(client)
       return this.#release(request, reply, client)
     }
@@ -352,6 +354,16 @@ export class Admission {
     reply.raw.once('close', release)
   }
 
+  /**
+   * Whether `client` holds fewer slots than one client may (MAX_IN_FLIGHT_PER_CLIENT). A request
+   * holds its slot from its headers on, while its body arrives: a client sending bodies slowly
+   * held every slot (re-attacking issue 31: 64 half-sent verify_signature bodies from one
+   * address, and every other client's transaction_details was refused for as long as they
+   * were held). Past its cap a client's requests wait in the queue, in turn, like any others.
+   */
+  readonly #withinClientCap = (client: string): boolean =>
+    (this.#holding.get(client) ?? 0) < (this.#limits.maxInFlightPerClient ?? this.#limits.maxInFlight)
+
   #fits(priority: Exclude<Priority, 'ops'>): boolean {
     return this.#inFlight < Math.max(1, Math.floor(this.#limits.maxInFlight * SHARE[priority]))
   }
@@ -400,7 +412,10 @@ export class Admission {
     for (const priority of ORDER) {
       const queue = this.#queues[priority]
       while (queue.size > 0 && this.#fits(priority)) {
-        const { item: waiter, since, left } = queue.shift()!
+        const next = queue.shift(this.#withinClientCap)
+        // Every client waiting here holds its cap: a slot of its own frees it.
+        if (next === undefined) break
+        const { item: waiter, since, left } = next
         if (now - waiter.queuedAt > this.#budgetOf(since, left, now)) {
           waiter.shed()
           continue

@@ -94,6 +94,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   const trust = proxyTrust(config.trustProxy)
   const admission = new Admission({
     maxConnections: config.maxConnections, maxConnectionsPerIp: config.maxConnectionsPerIp, maxInFlight: config.maxInFlight,
+    maxInFlightPerClient: config.maxInFlightPerClient > 0 ? config.maxInFlightPerClient : Math.max(1, Math.floor(config.maxInFlight / 2)),
     queueBudgetMs: config.queueBudgetMs, busyKeepAliveMs: config.keepAliveBusyMs, keepAliveMs: config.keepAliveTimeoutMs,
     lagLimitMs: config.shedLagMs,
   }, {

@@ -10,28 +10,34 @@ export interface AddressWorkersOptions {
    */
   threads?: number
   /**
-   * How long a new derivation may expect to wait for a thread before registrations are refused,
-   * ms (default 8). Under a registration flood on SQLite (bench:overload) the registrations'
-   * handler p99 was 60 ms with about 2 derivations allowed to wait, 93 ms with 4, 226 ms with 8;
-   * on an idle core (1.6 ms each) 8 ms lets a burst of five wait.
+   * While the queue stands (below), how long a new derivation may expect to wait for a thread
+   * before registrations are refused, ms (default 8). Under a registration flood on SQLite
+   * (bench:overload) the registrations' handler p99 was 60 ms with about 2 derivations allowed
+   * to wait, 93 ms with 4, 226 ms with 8.
    */
   waitBudgetMs?: number
 }
 
 /**
- * The wait budget applies once derivations have been waiting without a break this long: a
- * burst (a few people registering at once) drains in milliseconds and is never refused; a
- * flood keeps the queue standing.
+ * CoDel's signal: the queue stands when even the shortest wait of the last STANDING_MS was over
+ * STANDING_TARGET_MS. A burst (a few dozen people registering at once) empties it, and its
+ * first derivation did not wait; a flood keeps every derivation waiting. The wait is the
+ * round trip less the derivation, so it counts the event loop's delay in taking the answer
+ * too: under a registration flood on SQLite the thread was a third busy while answers waited
+ * 50-250 ms for the loop, and that is load to refuse as well.
  */
 const STANDING_MS = 100
-/** Once a registration was refused, the budget stays in force this long, even if the queue empties in between. */
-const PRESSURE_MS = 1000
-/** However short the queue has stood, no more than this many wait per thread (a flood's first 100 ms). */
-const BURST_WAITING = 8
+const STANDING_TARGET_MS = 5
+/**
+ * Before the queue stands, a new derivation may expect this long a wait (admission's default
+ * QUEUE_BUDGET_MS): a burst (forty people registering at once: 64 ms on an idle core) is
+ * served. A flood's first interval is bounded by this and by MAX_IN_FLIGHT_PER_CLIENT.
+ */
+const BURST_BUDGET_MS = 250
 /** Until a derivation has been timed (the threads' first start), this many may wait. */
-const COLD_WAITING = 32
+const COLD_WAITING = 128
 /** Past this many waiting, piscina itself refuses (registrations admitted before the refusal took effect). */
-const HARD_WAITING = 64
+const HARD_WAITING = 256
 /** Weight of the latest derivation in the running estimate of one's time. */
 const EWMA_WEIGHT = 0.2
 
@@ -58,10 +64,11 @@ export class AddressWorkers {
   #taskMs: number | undefined
   /** Derivations asked for and not yet finished (running or waiting). */
   #outstanding = 0
-  /** Since when `#outstanding` has not dropped to 0 (performance.now()). */
-  #busySince = 0
-  /** Until when the budget applies without a standing queue: a refusal was made lately. */
-  #pressureUntil = 0
+  /** The current interval of STANDING_MS: when it started, and the shortest wait seen in it. */
+  #intervalStart = 0
+  #shortestWait = Number.POSITIVE_INFINITY
+  /** Whether the last full interval's shortest wait was over STANDING_TARGET_MS. */
+  #standing = false
 
   /** `secret`: the server secret, read when the threads start. */
   constructor(secret: () => Buffer, options: AddressWorkersOptions = {}) {
@@ -76,19 +83,14 @@ export class AddressWorkers {
   }
 
   /**
-   * A new registration should be refused now: BURST_WAITING wait per thread, or derivations
-   * have waited without a break for STANDING_MS (or one was refused in the last PRESSURE_MS)
-   * and a new one would wait longer than the budget.
+   * A new registration should be refused now: a new derivation would wait longer than the
+   * budget while the queue stands, longer than BURST_BUDGET_MS while it does not.
    */
   get saturated(): boolean {
     const waiting = Math.max(0, this.#outstanding - this.#threads)
     if (this.#taskMs === undefined) return waiting >= COLD_WAITING
-    const now = performance.now()
-    const standing = (this.#outstanding > 0 && now - this.#busySince >= STANDING_MS) || now < this.#pressureUntil
-    const overBudget = standing && waiting * this.#taskMs / this.#threads > this.#waitBudgetMs
-    if (!overBudget && waiting < BURST_WAITING * this.#threads) return false
-    this.#pressureUntil = now + PRESSURE_MS
-    return true
+    const standing = this.#standing && this.#outstanding > 0
+    return waiting * this.#taskMs / this.#threads > (standing ? this.#waitBudgetMs : BURST_BUDGET_MS)
   }
 
   /** Throws OverloadedError while `saturated`. */
@@ -106,10 +108,12 @@ export class AddressWorkers {
       maxQueue: HARD_WAITING,
       workerData: { secret: this.#secret() },
     })
-    if (this.#outstanding++ === 0) this.#busySince = performance.now()
+    this.#outstanding++
+    const asked = performance.now()
     try {
       const { address, ms } = await pool.run({ issuer, clientId, userId })
       this.#taskMs = this.#taskMs === undefined ? ms : this.#taskMs + EWMA_WEIGHT * (ms - this.#taskMs)
+      this.#waited(performance.now() - asked - ms)
       return address
     } catch (err) {
       if (err instanceof Error && /queue is at limit/i.test(err.message)) throw new OverloadedError('too many registrations at once: retry in 1 s', 1)
@@ -119,12 +123,24 @@ export class AddressWorkers {
     }
   }
 
+  /** A derivation waited `ms` for its thread (its round trip less its own time). */
+  #waited(ms: number): void {
+    const now = performance.now()
+    if (now - this.#intervalStart >= STANDING_MS) {
+      // An interval without a derivation (the queue emptied and stayed empty) does not stand.
+      this.#standing = now - this.#intervalStart < 2 * STANDING_MS && this.#shortestWait > STANDING_TARGET_MS
+      this.#intervalStart = now
+      this.#shortestWait = ms
+    } else this.#shortestWait = Math.min(this.#shortestWait, ms)
+  }
+
   /** Stops the threads (a derivation still running is ended). */
   async close(): Promise<void> {
     const pool = this.#pool
     this.#pool = undefined
     this.#taskMs = undefined
     this.#outstanding = 0
+    this.#standing = false
     await pool?.destroy()
   }
 }

@@ -161,6 +161,10 @@ export const CALL_SETTINGS: Setting[] = [
     name: 'MAX_IN_FLIGHT', section: LIMITS, ...whole('maxInFlight', 64, 1, 100_000),
     description: 'requests worked on at once; more wait, by priority ([operations.md](operations.md#overload-what-is-shed-first))',
   },
+  {
+    name: 'MAX_IN_FLIGHT_PER_CLIENT', section: LIMITS, ...whole('maxInFlightPerClient', 0, 0, 100_000),
+    description: 'of those, how many one client (its verified API key, else its address) may hold; its others wait their turn (0: half of `MAX_IN_FLIGHT`). A request holds its slot while its body arrives: without this, one address sending bodies slowly held every slot',
+  },
   { name: 'QUEUE_BUDGET_MS', section: LIMITS, ...whole('queueBudgetMs', 250, 0, 60_000), description: 'longest wait for a slot before 503 `OVERLOADED` with `Retry-After` (0: no waiting)' },
   {
     name: 'SHED_LAG_MS', section: LIMITS, ...whole('shedLagMs', 50, 0, 60_000),

@@ -28,10 +28,14 @@ export class FairQueue<T> {
     this.#size++
   }
 
-  /** The next client's oldest item, since when that client's queue stood, and how many of its items are left; the client goes to the back of the line. */
-  shift(): { client: string; item: T; since: number; left: number } | undefined {
-    for (const fresh of this.#fresh) return this.#serve(fresh, this.#clients.get(fresh)!)
-    for (const [client, queue] of this.#clients) return this.#serve(client, queue)
+  /**
+   * The next client's oldest item, since when that client's queue stood, and how many of its
+   * items are left; the client goes to the back of the line. With `eligible`, the next client
+   * it allows (those it passes over keep their place).
+   */
+  shift(eligible: (client: string) => boolean = () => true): { client: string; item: T; since: number; left: number } | undefined {
+    for (const fresh of this.#fresh) if (eligible(fresh)) return this.#serve(fresh, this.#clients.get(fresh)!)
+    for (const [client, queue] of this.#clients) if (eligible(client)) return this.#serve(client, queue)
     return undefined
   }
 

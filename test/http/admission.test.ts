@@ -428,3 +428,48 @@ describe('fairness between clients (issue 31, items 3 and 4)', () => {
     }
   })
 })
+
+describe('slow bodies', () => {
+  test('one address sending bodies slowly holds at most MAX_IN_FLIGHT_PER_CLIENT slots (half by default): another client\'s critical and normal requests are served, not shed', async () => {
+    // Re-attacking issue 31: 64 half-sent verify_signature bodies from one address held every
+    // slot for as long as they were held, and every other client's transaction_details got 503.
+    const { h, port } = await listening({ MAX_IN_FLIGHT: '8', QUEUE_BUDGET_MS: '250', PUBLIC_RATE_LIMIT: '0' })
+    const slow: Socket[] = []
+    try {
+      for (let i = 0; i < 16; i++) {
+        const socket = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.5' })
+        socket.on('error', () => {})
+        opened.push(socket)
+        slow.push(socket)
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+        // The headers and half the body: admitted (or queued), then held while the rest never comes.
+        socket.write('POST /numsys/verify_signature HTTP/1.1\r\nHost: kns\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"approvalNumber":')
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      // Another client: a critical read and a normal one, each on its own connection.
+      const other = async (path: string, method = 'GET', body?: string) => {
+        const socket = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.6' })
+        opened.push(socket)
+        socket.setEncoding('utf8')
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+        const head = `${method} ${path} HTTP/1.1\r\nHost: kns\r\n${body === undefined ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`}\r\n`
+        socket.write(head + (body ?? ''))
+        const answer = await new Promise<string>((resolve) => {
+          let data = ''
+          socket.on('data', (chunk: string) => { data += chunk; if (/\r\n\r\n[\s\S]*\}/.test(data)) resolve(data) })
+          socket.once('close', () => resolve(data))
+        })
+        socket.destroy()
+        return Number(/^HTTP\/1\.1 (\d+)/.exec(answer)?.[1])
+      }
+      const critical = await other('/numsys/transaction_details?approvalNumber=AAAAAAAAAAAA')
+      const normal = await other('/numsys/register-user-login', 'POST', JSON.stringify({ email: 'x@example.com', phoneNumber: '+12025550123' }))
+      assert.notEqual(critical, 503, 'a critical read beside the slow bodies')
+      assert.equal(normal, 200, 'a registration beside the slow bodies')
+    } finally {
+      // Before closing: the server waits for the requests whose bodies never come.
+      for (const socket of slow) socket.destroy()
+      await h.close()
+    }
+  })
+})
