@@ -66,6 +66,15 @@ describe('admin routes', () => {
     assertError(await call('DELETE', `/api/v1/admin/webhooks/${body.id}`), 404, 'NOT_FOUND')
   })
 
+  test('the per-key quota (10 webhooks) holds for adds started together: exactly 10 of 20', async () => {
+    await h.key({ scopes: ['approvals'], vendor: 'Quota Race' })
+    const keyId = (await h.service.db.get<{ id: string }>(`SELECT id FROM api_keys WHERE vendor = 'Quota Race'`))!.id
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => call('POST', '/api/v1/admin/webhooks', { keyId, url: `${receiver.url}?n=${i}` })))
+    assert.deepEqual(answers.map((a) => a.statusCode).sort(), [...Array(10).fill(201), ...Array(10).fill(400)], answers.map((a) => a.body).join('\n'))
+    const live = await h.service.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_subscriptions WHERE api_key_id = $1 AND removed_at IS NULL', [keyId])
+    assert.equal(Number(live!.n), 10)
+  })
+
   test('refused: a non-admin key, a URL that is not https on a public address (without the development flag), an unknown key', async () => {
     const vendorKey = await h.key({ scopes: ['approvals'], vendor: 'Someone' })
     assertError(await call('GET', '/api/v1/admin/webhooks', undefined, vendorKey), 403, 'FORBIDDEN')

@@ -93,7 +93,11 @@ export async function addSubscription(
   const id = `whk_${randomHex(12)}`
   const now = Date.now()
   await db.transaction(async (tx) => {
-    const key = await tx.get<{ revoked_at: number | null }>('SELECT revoked_at FROM api_keys WHERE id = $1', [input.keyId])
+    // PostgreSQL: the key's row locked until commit, so adds for one key started together count
+    // one after another (each read the same count and all inserted past the quota), and a
+    // revocation waits for them. SQLite runs one write transaction at a time.
+    const lock = tx.engine === 'postgres' ? ' FOR UPDATE' : ''
+    const key = await tx.get<{ revoked_at: number | null }>(`SELECT revoked_at FROM api_keys WHERE id = $1${lock}`, [input.keyId])
     if (key === undefined) throw new NotFoundError(`no API key ${input.keyId}`, { field: 'keyId' })
     if (key.revoked_at !== null) throw new ValidationError(`API key ${input.keyId} is revoked`, { field: 'keyId' })
     const live = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM webhook_subscriptions WHERE api_key_id = $1 AND removed_at IS NULL', [input.keyId])
