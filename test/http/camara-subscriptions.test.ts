@@ -89,6 +89,7 @@ test('a sink credential that could break a header, or is huge, or is not an acce
     ['no token', credential({ accessToken: undefined }), 400, 'INVALID_ARGUMENT'],
     ['an expired token', credential({ accessTokenExpiresUtc: new Date(Date.now() - 1000).toISOString() }), 400, 'INVALID_ARGUMENT'],
     ['an expiry that is not a date', credential({ accessTokenExpiresUtc: 'tomorrow' }), 400, 'INVALID_ARGUMENT'],
+    ['an expiry on February 30th', credential({ accessTokenExpiresUtc: '2031-02-30T00:00:00Z' }), 400, 'INVALID_ARGUMENT'],
     ['a PLAIN credential', body({ sinkCredential: { credentialType: 'PLAIN', identifier: 'bank', secret: 's3cret' } }), 400, 'INVALID_CREDENTIAL'],
     ['a token type other than bearer', credential({ accessTokenType: 'mac' }), 400, 'INVALID_TOKEN'],
   ])
@@ -139,6 +140,8 @@ test('types, subscriptionMaxEvents, subscriptionExpireTime, unknown protocol: ea
     ['subscriptionMaxEvents "5"', body({}, { subscriptionMaxEvents: '5' }), 400, 'INVALID_ARGUMENT'],
     ['subscriptionExpireTime not a date', body({}, { subscriptionExpireTime: 'next week' }), 400, 'INVALID_ARGUMENT'],
     ['subscriptionExpireTime without a zone', body({}, { subscriptionExpireTime: '2030-01-01T00:00:00' }), 400, 'INVALID_ARGUMENT'],
+    // Date.parse would read it as 2031-03-02: a date no calendar has is refused, not moved.
+    ['subscriptionExpireTime on February 30th', body({}, { subscriptionExpireTime: '2031-02-30T00:00:00Z' }), 400, 'INVALID_ARGUMENT'],
     ['subscriptionExpireTime past', body({}, { subscriptionExpireTime: new Date(Date.now() - 60_000).toISOString() }), 400, 'INVALID_ARGUMENT'],
     ['MQTT', body({ protocol: 'MQTT5' }), 400, 'INVALID_PROTOCOL'],
     ['no protocol', body({ protocol: undefined }), 400, 'INVALID_ARGUMENT'],

@@ -8,6 +8,7 @@ import { checkOutboundUrlResolved, OutboundRefusedError } from '../../lib/outbou
 import type { SealedBox } from '../../lib/sealed-box.ts'
 import { isKnownNumber } from '../../swaps/latest-change.ts'
 import type { CamaraAccess } from '../access.ts'
+import { parseInstant } from '../../stats/time.ts'
 import { CamaraError } from '../camara-error.ts'
 import { swapSubject } from '../swap-subject.ts'
 import { fromRow, SUBSCRIPTION_TYPES, SWAPPED_TYPE, type StoredSubscription, type SubscriptionRow } from './subscription.ts'
@@ -69,10 +70,15 @@ async function checkSink(request: SubscriptionRequest, deps: CreateDeps): Promis
  * which is what CAMARA's own example sends for accessTokenExpiresUtc ("1717753038").
  */
 function instant(value: string, field: string): number {
-  const at = /^\d{9,11}$/.test(value) ? Number(value) * 1000
-    : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(value) ? Date.parse(value) : Number.NaN
-  if (!Number.isFinite(at)) throw new CamaraError(400, 'INVALID_ARGUMENT', `${field} must be an RFC 3339 date-time with a time zone.`)
-  return at
+  const refused = new CamaraError(400, 'INVALID_ARGUMENT', `${field} must be an RFC 3339 date-time with a time zone.`)
+  if (/^\d{9,11}$/.test(value)) return Number(value) * 1000
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(value)) throw refused
+  // The calendar checked too (parseInstant): Date.parse alone rolls 2027-02-30 over into March.
+  try {
+    return parseInstant(value, field)
+  } catch {
+    throw refused
+  }
 }
 
 /** Step: an ACCESSTOKEN credential with a bearer token that has not expired, or none. */
