@@ -189,8 +189,9 @@ async function registrationScenario(engine: string): Promise<void> {
   const db: BenchDatabase = engine === 'postgres' ? await postgresDatabase(PG_URL) : sqliteDatabase()
   try {
     const { detailRefs } = await seed(db.env, { ownedNumbers: 20, users: 0, detailApprovals: 20, signApprovals: 0 })
-    // As `kns serve`: no public rate limit (the issue's setting), the default per-address connection cap.
-    const settings = { MAX_CONNECTIONS_PER_IP: '256', ...passthrough() }
+    // As `kns serve`: no public rate limit (the issue's setting), the default per-address
+    // connection cap and per-client in-flight cap (0: half of MAX_IN_FLIGHT).
+    const settings = { MAX_CONNECTIONS_PER_IP: '256', MAX_IN_FLIGHT_PER_CLIENT: '0', ...passthrough() }
     const target = await startServer('kns-overload-registration', 'app', { ...db.env, PUBLIC_RATE_LIMIT: '0', ...settings })
     try {
       await registrationFlood(target, 1, 8, 2) // warm-up
