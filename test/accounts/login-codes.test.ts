@@ -10,7 +10,7 @@ import { COUNT_BUDGETS } from '../../src/accounts/send-budgets.ts'
 import type { SmsMessage, SmsSender } from '../../src/accounts/sms/sms-sender.ts'
 import { LoginCodeExpiredError, LoginCodeInvalidError, RateLimitedError } from '../../src/errors.ts'
 import { startHarness, type Harness } from '../helpers.ts'
-import { randomPhone, register } from '../support/kns.ts'
+import { randomPhone, register, registerEach } from '../support/kns.ts'
 
 let h: Harness
 before(async () => { h = await startHarness() })
@@ -167,7 +167,7 @@ describe('login codes', () => {
   })
 
   test('simultaneous sends to many numbers from one address: the per-address budget holds', async () => {
-    const users = await Promise.all(Array.from({ length: 4 * LIMITS.perIp }, () => register(h, randomPhone())))
+    const users = await registerEach(h, 4 * LIMITS.perIp)
     const c = codes()
     const results = await Promise.allSettled(users.map((u) => c.service.send({ interactionUid: interaction(), phone: u.phoneNumber, clientIp: '198.51.100.71' })))
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, LIMITS.perIp)

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { SmsMessage } from '../../src/accounts/sms/sms-sender.ts'
-import { randomPhone, register } from '../support/kns.ts'
+import { randomPhone, register, registerEach } from '../support/kns.ts'
 import { Browser, startLoginServer, type LoginServer } from '../support/login.ts'
 
 const texts: SmsMessage[] = []
@@ -81,7 +81,7 @@ describe('login code send limits over HTTP', () => {
   })
 
   test('40 registered numbers from one address at once: the per-address budget (20) holds', async () => {
-    const users = await Promise.all(Array.from({ length: 40 }, () => register(server.h, randomPhone())))
+    const users = await registerEach(server.h, 40)
     const logins = await Promise.all(users.map(() => startLogin()))
     const answers = await Promise.all(users.map((user, i) => sendCode(logins[i]!, user.phoneNumber, '198.51.100.8')))
     assert.equal(answers.filter((a) => a.status === 202).length, 20)
@@ -99,7 +99,7 @@ describe('login code send limits over HTTP', () => {
   })
 
   test('IPv6 addresses in one /64 share the per-address budget', async () => {
-    const users = await Promise.all(Array.from({ length: 21 }, () => register(hourly.h, randomPhone())))
+    const users = await registerEach(hourly.h, 21)
     const login = await startLogin(hourly)
     for (const [i, user] of users.slice(0, 20).entries()) {
       assert.equal((await sendCode(login, user.phoneNumber, `2001:db8:32:1::${(i + 1).toString(16)}`)).status, 202)
@@ -209,7 +209,8 @@ describe('a number without an account is answered as one with, at every budget',
   test('the pumping budgets: a prefix out of texts is refused for every number of it', async () => {
     const prefix = freshPrefix()
     // 200 texts in the prefix: 10 registered numbers of it, 20 sends each from 4 addresses (5 each).
-    const pumped = await Promise.all(Array.from({ length: 10 }, (_, n) => register(hourly.h, `${prefix}${String(n).padStart(4, '0')}`)))
+    const pumped = []
+    for (let n = 0; n < 10; n++) pumped.push(await register(hourly.h, `${prefix}${String(n).padStart(4, '0')}`))
     for (const [n, user] of pumped.entries()) {
       await Promise.all(Array.from({ length: 4 }, async (_, a) => {
         const login = await startLogin(hourly)

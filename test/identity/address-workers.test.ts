@@ -47,28 +47,19 @@ describe('AddressWorkers', () => {
     }
   })
 
-  test('warm: a burst is not refused; a queue standing for 100 ms is, once its expected wait exceeds the budget', async () => {
-    const workers = new AddressWorkers(() => SECRET, { waitBudgetMs: 3 })
+  test('warm: refused once four wait for the one thread; served again when they are done', async () => {
+    const workers = new AddressWorkers(() => SECRET)
     try {
       await workers.derive(ISSUER, CLIENT, randomUUID())
       assert.equal(workers.warm, true)
-      // A derivation takes over 0.5 ms on any machine: 10 waiting expect more than 3 ms, but a
-      // burst is not a standing queue (its budget is 100 ms).
-      const burst = Array.from({ length: 11 }, () => workers.derive(ISSUER, CLIENT, randomUUID()))
-      assert.equal(workers.saturated, false, 'a burst')
-      await Promise.all(burst)
-      // Kept waiting for over 100 ms: derivations asked for faster than the thread finishes them.
-      const flood: Array<Promise<string>> = []
-      const started = performance.now()
-      let saturatedSeen = false
-      while (performance.now() - started < 400 && !saturatedSeen) {
-        for (let i = 0; i < 4; i++) flood.push(workers.derive(ISSUER, CLIENT, randomUUID()).catch(() => 'refused past the hard bound'))
-        await new Promise((resolve) => setTimeout(resolve, 1))
-        saturatedSeen = workers.saturated
-      }
-      assert.equal(saturatedSeen, true, 'a standing queue past the budget is saturated')
-      await Promise.allSettled(flood)
+      // One running and three waiting: a fifth registration at once is still served.
+      const four = Array.from({ length: 4 }, () => workers.derive(ISSUER, CLIENT, randomUUID()))
       assert.equal(workers.saturated, false)
+      const fifth = workers.derive(ISSUER, CLIENT, randomUUID())
+      assert.equal(workers.saturated, true, 'four waiting')
+      assert.throws(() => workers.refuseWhileSaturated(), OverloadedError)
+      await Promise.all([...four, fifth])
+      assert.equal(workers.saturated, false, 'drained')
     } finally {
       await workers.close()
     }

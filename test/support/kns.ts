@@ -78,6 +78,17 @@ export async function register(h: Harness, phoneNumber = randomPhone(), email = 
   return { ...body, phoneNumber: phoneNumber.startsWith('+') ? phoneNumber : `+${phoneNumber}`, email }
 }
 
+/**
+ * `count` fresh numbers registered one after another: a process refuses registrations past
+ * five at once (503 with Retry-After; src/identity/address-workers.ts), as a client that
+ * fires them all together would be told.
+ */
+export async function registerEach(h: Harness, count: number): Promise<Array<Awaited<ReturnType<typeof register>>>> {
+  const users: Array<Awaited<ReturnType<typeof register>>> = []
+  for (let i = 0; i < count; i++) users.push(await register(h, randomPhone()))
+  return users
+}
+
 /** A token owned by `owner` (a keypair or address), linked to a fresh phone number unless `link` is false. */
 export async function ownedToken(h: Harness, owner: Keypair | string, options: { link?: boolean; phone?: string } = {}) {
   const address = typeof owner === 'string' ? owner : owner.toSuiAddress()
