@@ -115,6 +115,9 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   closeGracefully(app, service, sip)
   const { port } = service.config
   await serveMetricsApart(app, service)
+  // Before the first request: a first registration that started the threads would take a
+  // quarter of a second, which tells that its number was new.
+  await service.addressWorkers.start()
   await app.listen({ port, host: service.config.host, ...(ownSockets(port) ? { exclusive: true, reusePort: true } : {}) })
   if (sip !== undefined) {
     await sip.listen({ ownSocket: ownSockets(service.config.sip!.port) })

@@ -76,6 +76,8 @@ const CRITICAL = [
   /^\/numsys\/(call-signature-verification|verify_signature|verify_transaction|approval-cancel|transaction_details)(\?|$)/,
   /^\/stir\/v1\//, /^\/ledger\/v1\//, /^\/zklogin\/v1\//,
 ]
+/** `transaction_details?wait=` with a wait: held outside the in-flight bound. */
+const HELD_WAIT = /^\/numsys\/transaction_details\?(?:[^#]*&)?wait=[1-9]/
 const LOW = [/^\/api\/v1\//, /^\/docs(\/|$)/, /^\/openapi\.json$/]
 const OPS = /^\/(healthz|readyz)(\?|$)/
 
@@ -268,8 +270,10 @@ export class Admission {
       reply.raw.once('close', () => { this.#metricsRendering = false })
       return
     }
-    // A held wait costs nothing while it waits, and has its own bound.
-    if (/[?&]wait=[1-9]/.test(url)) return
+    // A held wait costs nothing while it waits, and has its own bound (transaction_details
+    // only: on any other path the parameter means nothing, and it let any request past the
+    // bound; review of issue 31's work).
+    if (HELD_WAIT.test(url)) return
     if (priority === 'ops') return
     const client = this.#clientOf(request)
     if (this.#shedForLag(client, priority)) return this.#shed(request, reply, 'the service is busy', priority, 'lag')

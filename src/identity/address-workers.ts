@@ -12,46 +12,52 @@ export interface AddressWorkersOptions {
 }
 
 /**
- * Derivations that may wait per thread; a registration that finds more is refused. Under a
- * registration flood on SQLite (bench:overload, back to back on 2 cores) this bound gave an
- * admitted p99 of 119-137 ms with 2 and 162 with 4; an expected-wait budget that let a burst
- * queue (CoDel's standing-queue signal, or the event loop's lag, deciding when to tighten it)
- * gave 278-635 ms: the flood's first requests queue like a burst. 4 serves five registrations
- * arriving at once on one process; a sixth is answered 503 with Retry-After: 1.
+ * Registrations in progress per thread, registered numbers and new ones alike; one more is
+ * refused. Under a registration flood on SQLite (bench:overload, back to back on 2 cores) a
+ * bound of this kind gave an admitted p99 of 119-166 ms; an expected-wait budget that let a
+ * burst queue (CoDel's standing-queue signal, or the event loop's lag, deciding when to tighten
+ * it) gave 278-635 ms: the flood's first requests queue like a burst. Five registrations
+ * arriving at once on one process are served; a sixth is answered 503 with Retry-After: 1.
  */
-const WAITING_PER_THREAD = 4
-/** Until the threads have derived an address (their first start, ~0.25 s), this many may wait. */
-const COLD_WAITING = 128
-/** Past this many waiting, piscina itself refuses (registrations admitted before the refusal took effect). */
-const HARD_WAITING = 256
+const IN_PROGRESS_PER_THREAD = 5
+/** One client (an address group) holds at most this share of them: a flood leaves room for others. */
+const CLIENT_SHARE = 0.6
 
 const refusal = () => new OverloadedError('too many registrations at once: retry in 1 s', 1)
 
 /**
- * New registrations' zkLogin addresses, derived on worker threads (piscina). The derivation is
- * the Poseidon hash of the address seed: 1.6 ms of CPU on an idle core, 5-7 ms on a busy one,
- * and under a registration flood it was 43 % of the event loop's time (issue 31, item 4):
- * every other request, a call verification or an approval poll, waited behind the hashes
- * queued in the same turns. On a thread the loop keeps only the HTTP and database work, and
- * the hashes wait in a queue of their own whose length is known, so the registrations that
- * cannot be hashed soon are refused at the door (`saturated`) instead of waiting in a queue
- * that every admitted registration would also pay.
+ * New registrations' zkLogin addresses, derived on worker threads (piscina), and the bound on
+ * registrations in progress. The derivation is the Poseidon hash of the address seed: 1.6 ms of
+ * CPU on an idle core, 5-7 ms on a busy one, and under a registration flood it was 43 % of
+ * the event loop's time (issue 31, item 4): every other request, a call verification or an
+ * approval poll, waited behind the hashes queued in the same turns. On a thread the loop keeps
+ * only the HTTP and database work.
  *
- * The threads start at the first derivation, not with the server: most processes (the CLI,
- * tests) never register a number. They then stay for the life of the process.
+ * The bound counts every registration from its start to its answer (`enter`), whether its
+ * number turns out to be registered or new, and the answer floor makes both last alike: so
+ * whether a registration is refused tells nothing about its number. Counting the hashes
+ * alone did (review: six registrations of one new number at once got a 503, of a registered
+ * one never).
+ *
+ * The threads start with `start()` (`kns serve`, before it listens) or at the first derivation:
+ * most processes (the CLI, tests) never register a number. They then stay for the life of the
+ * process.
  */
 export class AddressWorkers {
   readonly #secret: () => Buffer
   readonly #threads: number
+  readonly #limit: number
   #pool: Piscina<AddressTask, string> | undefined
   #warm = false
-  /** Derivations asked for and not yet finished (running or waiting). */
-  #outstanding = 0
+  /** Registrations between `enter` and their release, in all and per client. */
+  #inProgress = 0
+  readonly #byClient = new Map<string, number>()
 
   /** `secret`: the server secret, read when the threads start. */
   constructor(secret: () => Buffer, options: AddressWorkersOptions = {}) {
     this.#secret = secret
     this.#threads = options.threads ?? 1
+    this.#limit = IN_PROGRESS_PER_THREAD * this.#threads
   }
 
   /** Whether the threads have derived an address: a derivation now does not pay their start. */
@@ -59,38 +65,52 @@ export class AddressWorkers {
     return this.#warm
   }
 
-  /** A new registration should be refused now: WAITING_PER_THREAD wait per thread (COLD_WAITING while the threads first start). */
-  get saturated(): boolean {
-    const waiting = Math.max(0, this.#outstanding - this.#threads)
-    return waiting >= (this.#warm ? WAITING_PER_THREAD * this.#threads : COLD_WAITING)
+  /** Whether a registration from `client` would be refused now (all in progress, or the client's share). */
+  saturated(client: string): boolean {
+    return this.#inProgress >= this.#limit || (this.#byClient.get(client) ?? 0) >= Math.max(1, Math.floor(this.#limit * CLIENT_SHARE))
   }
 
-  /** Throws OverloadedError while `saturated`. */
-  refuseWhileSaturated(): void {
-    if (this.saturated) throw refusal()
+  /** Throws OverloadedError while `saturated(client)`. */
+  refuseWhileSaturated(client: string): void {
+    if (this.saturated(client)) throw refusal()
   }
 
-  /** The zkLogin address of `userId` (as zkLoginAddressFor). OverloadedError past the hard bound. */
+  /**
+   * One registration of `client` starts: OverloadedError while `saturated(client)`, else the
+   * function that ends it (call it once its answer is ready, floor and all).
+   */
+  enter(client: string): () => void {
+    this.refuseWhileSaturated(client)
+    this.#inProgress++
+    this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      this.#inProgress--
+      const held = (this.#byClient.get(client) ?? 1) - 1
+      if (held <= 0) this.#byClient.delete(client)
+      else this.#byClient.set(client, held)
+    }
+  }
+
+  /** Starts the threads and derives one throw-away address, so the first registration pays no start (whose time would tell it was new). */
+  async start(): Promise<void> {
+    await this.derive('https://warm-up.invalid', 'warm-up', 'warm-up')
+  }
+
+  /** The zkLogin address of `userId` (as zkLoginAddressFor). */
   async derive(issuer: string, clientId: string, userId: string): Promise<string> {
     const pool = this.#pool ??= new Piscina<AddressTask, string>({
       filename: new URL('./zk-address-worker.ts', import.meta.url).href,
       minThreads: this.#threads,
       maxThreads: this.#threads,
       idleTimeout: Number.POSITIVE_INFINITY,
-      maxQueue: HARD_WAITING,
       workerData: { secret: this.#secret() },
     })
-    this.#outstanding++
-    try {
-      const address = await pool.run({ issuer, clientId, userId })
-      this.#warm = true
-      return address
-    } catch (err) {
-      if (err instanceof Error && /queue is at limit/i.test(err.message)) throw refusal()
-      throw err
-    } finally {
-      this.#outstanding--
-    }
+    const address = await pool.run({ issuer, clientId, userId })
+    this.#warm = true
+    return address
   }
 
   /** Stops the threads (a derivation still running is ended). */
@@ -98,7 +118,6 @@ export class AddressWorkers {
     const pool = this.#pool
     this.#pool = undefined
     this.#warm = false
-    this.#outstanding = 0
     await pool?.destroy()
   }
 }

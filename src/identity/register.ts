@@ -32,8 +32,8 @@ export interface RegistrationDeps {
    */
   answerFloor?: AnswerFloor
   /**
-   * Derives new registrations' addresses off the event loop, and refuses registrations while
-   * its queue is full (see AddressWorkers). The HTTP route sets it; seeding derives inline.
+   * Derives new registrations' addresses off the event loop, and bounds the registrations in
+   * progress (see AddressWorkers). The HTTP route sets it; seeding derives inline.
    */
   addressWorkers?: AddressWorkers
 }
@@ -72,20 +72,24 @@ async function existingUser(db: Executor, phone: string): Promise<UserRow | unde
  * Nor does its time tell: with `answerFloor`, both kinds are held until the floor that new
  * registrations' work sets. See docs/api.md, "Registration".
  */
-export async function registerOrLogin(deps: RegistrationDeps, input: { email: string; phoneNumber: string }): Promise<Registration> {
-  // Refused before anything is looked up, registered number or not, so a 503 under load tells
-  // nothing about the number either.
-  deps.addressWorkers?.refuseWhileSaturated()
-  const floor = deps.answerFloor
-  const started = floor?.start()
-  // The threads' start (~0.25 s, once per process) is not new registrations' usual time.
-  const cold = deps.addressWorkers?.warm === false
-  const { registration, created } = await registerOrFind(deps, input)
-  if (floor !== undefined && started !== undefined) {
-    if (created && !cold) floor.slow(started)
-    await floor.hold(started)
+export async function registerOrLogin(deps: RegistrationDeps, input: { email: string; phoneNumber: string }, client = ''): Promise<Registration> {
+  // Counted before anything is looked up and until the answer is ready, registered number or
+  // not, so neither a 503 under load nor its time tells anything about the number.
+  const release = deps.addressWorkers?.enter(client)
+  try {
+    const floor = deps.answerFloor
+    const started = floor?.start()
+    // The threads' start (~0.25 s, when `kns serve` did not start them) is not new registrations' usual time.
+    const cold = deps.addressWorkers?.warm === false
+    const { registration, created } = await registerOrFind(deps, input)
+    if (floor !== undefined && started !== undefined) {
+      if (created && !cold) floor.slow(started)
+      await floor.hold(started)
+    }
+    return registration
+  } finally {
+    release?.()
   }
-  return registration
 }
 
 function deriveAddress(deps: RegistrationDeps, userId: string): Promise<string> | string {

@@ -1,11 +1,15 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { registerOrLogin, registrationAnswerFloor } from '../../identity/register.ts'
+import { addressGroup } from '../../lib/client-address.ts'
 import type { Service } from '../../service.ts'
 import { publicRateLimit } from '../auth.ts'
 import { BODY_LIMITS } from '../json-body.ts'
 import { withErrors } from '../../contract/api-schemas.ts'
 import { RegisterUserLogin } from '../../contract/api-operations.ts'
+
+/** Who a registration is from, for its share of those in progress: its address group (the route takes no key). */
+const registrationClient = (request: FastifyRequest): string => addressGroup(request.ip)
 
 export async function identityRoutes(fastify: FastifyInstance, { service }: { service: Service }): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -15,7 +19,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
 
   app.post('/numsys/register-user-login', {
     // Before the body is read: a registration refused for load costs the least it can.
-    onRequest: [publicRateLimit(service), async () => addressWorkers.refuseWhileSaturated()],
+    onRequest: [publicRateLimit(service), async (request) => addressWorkers.refuseWhileSaturated(registrationClient(request))],
     bodyLimit: BODY_LIMITS.small,
     schema: {
       tags: ['identity'],
@@ -36,7 +40,7 @@ export async function identityRoutes(fastify: FastifyInstance, { service }: { se
       zkLoginClientId: service.config.zkLoginClientId,
       answerFloor,
       addressWorkers,
-    }, request.body)
+    }, request.body, registrationClient(request))
     return {
       success: true,
       message: 'user registered',
