@@ -114,10 +114,11 @@ export async function serve(service: Service): Promise<FastifyInstance> {
   const app = await buildApp(service, { metrics: sip === undefined ? [] : [sip], ...(output === undefined ? {} : { logger: output }) })
   closeGracefully(app, service, sip)
   const { port } = service.config
-  await serveMetricsApart(app, service)
-  // Before the first request: a first registration that started the threads would take a
-  // quarter of a second, which tells that its number was new.
+  // Before anything listens (a failure here exits, leaving no listener behind), and before the
+  // first request: a first registration that started the thread would take a quarter of a
+  // second, which tells that its number was new.
   await service.addressWorkers.start()
+  await serveMetricsApart(app, service)
   await app.listen({ port, host: service.config.host, ...(ownSockets(port) ? { exclusive: true, reusePort: true } : {}) })
   if (sip !== undefined) {
     await sip.listen({ ownSocket: ownSockets(service.config.sip!.port) })
