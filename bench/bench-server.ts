@@ -43,9 +43,9 @@ export async function startServer(label: string, mode: 'bare' | 'app', env: Reco
   if (CPU_PROF_DIR !== undefined) execArgv.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${label}.cpuprofile`)
   // Only what the server needs: nothing from this shell's DATABASE_URL, KNS_SECRET, ...
   // The load comes from one address standing in for many clients: no per-address connection cap
-  // nor per-client in-flight cap, unless the benchmark sets them (admission control's other
-  // limits stay as configured).
-  const childEnv: Record<string, string> = { MAX_CONNECTIONS_PER_IP: '1000000', MAX_IN_FLIGHT_PER_CLIENT: '100000', ...env, BENCH_MODE: mode }
+  // nor per-client in-flight cap nor registration bound, unless the benchmark sets them
+  // (admission control's other limits stay as configured).
+  const childEnv: Record<string, string> = { MAX_CONNECTIONS_PER_IP: '1000000', MAX_IN_FLIGHT_PER_CLIENT: '100000', MAX_REGISTRATIONS_IN_PROGRESS: '100000', ...env, BENCH_MODE: mode }
   for (const name of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'UV_THREADPOOL_SIZE']) if (process.env[name] !== undefined) childEnv[name] = process.env[name]
   const child: ChildProcess = fork(new URL('./server.ts', import.meta.url), [], { env: childEnv, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', (code) => resolveExit(code)))

@@ -45,7 +45,7 @@ const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite').split(',').map((e) => e.
 const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 const REGISTRATION_CONNECTIONS = envInt('BENCH_REGISTRATION_CONNECTIONS', 400)
 /** The admission settings a run may pass to the server from this shell. */
-const PASSTHROUGH = ['MAX_IN_FLIGHT', 'MAX_IN_FLIGHT_PER_CLIENT', 'QUEUE_BUDGET_MS', 'MAX_CONNECTIONS', 'MAX_CONNECTIONS_PER_IP', 'SHED_LAG_MS']
+const PASSTHROUGH = ['MAX_IN_FLIGHT', 'MAX_IN_FLIGHT_PER_CLIENT', 'MAX_REGISTRATIONS_IN_PROGRESS', 'QUEUE_BUDGET_MS', 'MAX_CONNECTIONS', 'MAX_CONNECTIONS_PER_IP', 'SHED_LAG_MS']
 
 const percentile = (values: number[], p: number) => {
   if (values.length === 0) return NaN
@@ -191,7 +191,7 @@ async function registrationScenario(engine: string): Promise<void> {
     const { detailRefs } = await seed(db.env, { ownedNumbers: 20, users: 0, detailApprovals: 20, signApprovals: 0 })
     // As `kns serve`: no public rate limit (the issue's setting), the default per-address
     // connection cap and per-client in-flight cap (0: half of MAX_IN_FLIGHT).
-    const settings = { MAX_CONNECTIONS_PER_IP: '256', MAX_IN_FLIGHT_PER_CLIENT: '0', ...passthrough() }
+    const settings = { MAX_CONNECTIONS_PER_IP: '256', MAX_IN_FLIGHT_PER_CLIENT: '0', MAX_REGISTRATIONS_IN_PROGRESS: '5', ...passthrough() }
     const target = await startServer('kns-overload-registration', 'app', { ...db.env, PUBLIC_RATE_LIMIT: '0', ...settings })
     try {
       await registrationFlood(target, 1, 8, 2) // warm-up

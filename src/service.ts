@@ -162,7 +162,7 @@ export async function openService(config: Config, options: OpenOptions = {}): Pr
     const shakenCredentials = new Credentials(db, () => new SealedBox(secret(), 'shaken-credentials'))
     const swaps = new SwapRecords(db, config.simSwapMonitoredDays)
     const camaraSubscriptions = new CamaraSubscriptions(config, db, events)
-    const addressWorkers = new AddressWorkers(secret)
+    const addressWorkers = new AddressWorkers(secret, { inProgress: config.maxRegistrationsInProgress })
     // A SIM change's `swapped` events are queued in the transaction that records it (the outbox).
     swaps.onRecorded(async (tx, recorded) => { await camaraSubscriptions.changesRecorded(tx, recorded) })
     if (changes !== null) {

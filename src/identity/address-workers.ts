@@ -9,19 +9,20 @@ export interface AddressWorkersOptions {
    * and `kns serve --workers N` starts N of these pools).
    */
   threads?: number
+  /** Registrations in progress at most (MAX_REGISTRATIONS_IN_PROGRESS; default 5). */
+  inProgress?: number
 }
 
 /**
- * Registrations in progress per thread, registered numbers and new ones alike; one more is
+ * Registrations in progress by default, registered numbers and new ones alike; one more is
  * refused. Under a registration flood on SQLite (bench:overload, back to back on 2 cores) a
- * bound of this kind gave an admitted p99 of 119-166 ms; an expected-wait budget that let a
+ * bound of this kind gave an admitted p99 of 106-166 ms; an expected-wait budget that let a
  * burst queue (CoDel's standing-queue signal, or the event loop's lag, deciding when to tighten
- * it) gave 278-635 ms: the flood's first requests queue like a burst. Five registrations
- * arriving at once on one process are served; a sixth is answered 503 with Retry-After: 1.
+ * it) gave 278-635 ms: the flood's first requests queue like a burst.
  */
-const IN_PROGRESS_PER_THREAD = 5
+const DEFAULT_IN_PROGRESS = 5
 /** One client (an address group) holds at most this share of them: a flood leaves room for others. */
-const CLIENT_SHARE = 0.6
+const CLIENT_SHARE = 0.8
 
 const refusal = () => new OverloadedError('too many registrations at once: retry in 1 s', 1)
 
@@ -57,7 +58,7 @@ export class AddressWorkers {
   constructor(secret: () => Buffer, options: AddressWorkersOptions = {}) {
     this.#secret = secret
     this.#threads = options.threads ?? 1
-    this.#limit = IN_PROGRESS_PER_THREAD * this.#threads
+    this.#limit = options.inProgress ?? DEFAULT_IN_PROGRESS
   }
 
   /** Whether the threads have derived an address: a derivation now does not pay their start. */

@@ -165,6 +165,10 @@ export const CALL_SETTINGS: Setting[] = [
     name: 'MAX_IN_FLIGHT_PER_CLIENT', section: LIMITS, ...whole('maxInFlightPerClient', 0, 0, 100_000),
     description: 'of those, how many one client (its verified API key, else its address) may hold; its others wait their turn (0: half of `MAX_IN_FLIGHT`). A request holds its slot while its body arrives: without this, one address sending bodies slowly held every slot',
   },
+  {
+    name: 'MAX_REGISTRATIONS_IN_PROGRESS', section: LIMITS, ...whole('maxRegistrationsInProgress', 5, 1, 100_000),
+    description: '`register-user-login` calls a process works on at once, from start to answer, four fifths of them for one client (its address group); one more is answered 503 `OVERLOADED` with `Retry-After` before its body is read, registered number or new alike ([operations.md](operations.md#overload-what-is-shed-first))',
+  },
   { name: 'QUEUE_BUDGET_MS', section: LIMITS, ...whole('queueBudgetMs', 250, 0, 60_000), description: 'longest wait for a slot before 503 `OVERLOADED` with `Retry-After` (0: no waiting)' },
   {
     name: 'SHED_LAG_MS', section: LIMITS, ...whole('shedLagMs', 50, 0, 60_000),

@@ -146,6 +146,8 @@ export interface Config {
   maxInFlight: number
   /** MAX_IN_FLIGHT_PER_CLIENT: of those, at most this many for one client (0: half of MAX_IN_FLIGHT). */
   maxInFlightPerClient: number
+  /** MAX_REGISTRATIONS_IN_PROGRESS: register-user-login calls a process works on at once (four fifths for one client). */
+  maxRegistrationsInProgress: number
   /** QUEUE_BUDGET_MS: longest wait in that queue before a 503 (0: no queue). */
   queueBudgetMs: number
   /** SHED_LAG_MS: event-loop lag past which new requests are shed before they are parsed further (0: never). */

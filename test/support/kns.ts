@@ -80,8 +80,8 @@ export async function register(h: Harness, phoneNumber = randomPhone(), email = 
 
 /**
  * `count` fresh numbers registered one after another: a process refuses a client's
- * registrations past three at once (503 with Retry-After; src/identity/address-workers.ts),
- * as a client that fires them all together would be told.
+ * registrations past four at once (503 with Retry-After; MAX_REGISTRATIONS_IN_PROGRESS), as a
+ * client that fires them all together would be told.
  */
 export async function registerEach(h: Harness, count: number): Promise<Array<Awaited<ReturnType<typeof register>>>> {
   const users: Array<Awaited<ReturnType<typeof register>>> = []
