@@ -28,7 +28,7 @@ import {
 import { randomPhone } from '../support/kns.ts'
 import { approvalPhoneBody, freePort, killAll, postJson, ROOT, runKns, sleep, startServer, type RunningServer } from '../support/process.ts'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts'
-import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
+import { ApprovalLoad, LOAD_SERVER_ENV, missingApprovals, summarize } from './approval-load.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
 /** A way of taking and restoring a backup, with the servers it needs. */
@@ -335,7 +335,7 @@ for (const method of methods) {
     test(`a backup taken under load, restored on a fresh server, answers as before (${ENGINE}, ${method.name}, ${what})`, { skip: method.skip }, async (t) => {
       const settings = configuration(secret)
       const source = { ...settings, ...(await method.source(`kns_${secret}`)) }
-      const server = await startServer(source)
+      const server = await startServer({ ...source, ...LOAD_SERVER_ENV })
       const world = await populate(server, source)
       const taken = await backupUnderLoad(t, method, server, world, source)
       await server.stop()

@@ -26,7 +26,7 @@ import { PostgresDatabase } from '../../src/db/postgres.ts'
 import { ENGINE } from '../helpers.ts'
 import { approvalPhoneBody, killAll, postJson, sleep, startServer, type RunningServer } from '../support/process.ts'
 import { TcpProxy } from '../support/tcp-proxy.ts'
-import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
+import { ApprovalLoad, LOAD_SERVER_ENV, missingApprovals, summarize } from './approval-load.ts'
 import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness, prepareApprovals } from './fault-checks.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
@@ -48,6 +48,7 @@ before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'kns-failover-'))
   server = await startServer({
     DATA_DIR: dataDir, DATABASE_URL: proxy.url(primary.url), LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com',
+    ...LOAD_SERVER_ENV,
   })
   key = await prepareApprovals(server.url, primary.url, phoneNumber, 'Failover Test')
 })

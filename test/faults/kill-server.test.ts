@@ -12,7 +12,7 @@ import { openDatabase } from '../../src/db/open.ts'
 import { createApiKey } from '../../src/keys/api-keys.ts'
 import { ENGINE, freshDatabaseEnv, type TestEnv } from '../helpers.ts'
 import { killAll, postJson, startServer } from '../support/process.ts'
-import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
+import { ApprovalLoad, LOAD_SERVER_ENV, missingApprovals, summarize } from './approval-load.ts'
 
 let fresh: TestEnv | undefined
 
@@ -25,7 +25,7 @@ test(`SIGKILL under concurrent approval creation loses no acknowledged approval 
   // A fixed public URL: the database remembers the URL it is served as, and the second
   // server listens on another port.
   fresh = await freshDatabaseEnv({ PUBLIC_BASE_URL: 'https://kns.example.com' })
-  const first = await startServer(fresh.env)
+  const first = await startServer({ ...fresh.env, ...LOAD_SERVER_ENV })
   const db = openDatabase(fresh.config)
   let key: string
   try {
@@ -57,7 +57,7 @@ test(`SIGKILL under concurrent approval creation loses no acknowledged approval 
   assert.ok(acknowledgedLast100ms > 0, 'no approval was acknowledged in the last 100 ms before the kill')
   assert.ok(load.attempts.every((a) => a.status === 200 || a.status === 0), summarize(load.attempts))
 
-  const second = await startServer(fresh.env)
+  const second = await startServer({ ...fresh.env, ...LOAD_SERVER_ENV })
   const missing = await missingApprovals(second.url, load.acknowledged)
   t.diagnostic(`acknowledged ${load.acknowledged.length}, found after the restart ${load.acknowledged.length - missing.length}`)
   assert.deepEqual(missing, [], `${missing.length} acknowledged approvals lost`)

@@ -13,7 +13,7 @@ import { after, before, test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { ENGINE } from '../helpers.ts'
 import { killAll, postJson, sleep, startServer, type RunningServer } from '../support/process.ts'
-import { ApprovalLoad, missingApprovals, summarize } from './approval-load.ts'
+import { ApprovalLoad, LOAD_SERVER_ENV, missingApprovals, summarize } from './approval-load.ts'
 import { assertOnlyUnavailable, eventually, firstSuccessAfter, pollReadiness, prepareApprovals } from './fault-checks.ts'
 import { createThrowawayCluster, unavailableReason, type ThrowawayCluster } from './throwaway-postgres.ts'
 
@@ -31,7 +31,7 @@ before(async () => {
   if (skip) return
   cluster = await createThrowawayCluster()
   dataDir = mkdtempSync(join(tmpdir(), 'kns-fault-'))
-  env = { DATA_DIR: dataDir, DATABASE_URL: cluster.url, LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com' }
+  env = { DATA_DIR: dataDir, DATABASE_URL: cluster.url, LOG_LEVEL: 'warn', PUBLIC_RATE_LIMIT: '0', PUBLIC_BASE_URL: 'https://kns.example.com', ...LOAD_SERVER_ENV }
   server = await startServer(env) // migrates the new database
   key = await prepareApprovals(server.url, cluster.url, phoneNumber, 'Outage Test')
 })
