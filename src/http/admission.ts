@@ -29,6 +29,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OverloadedError } from '../errors.ts'
 import { addressGroup } from '../lib/client-address.ts'
 import { FairQueue } from '../lib/fair-queue.ts'
+import { KeyCounts } from '../lib/key-counts.ts'
 import { runWithPriority, type WorkPriority } from '../lib/work-priority.ts'
 import { ConnectionCaps } from './connection-caps.ts'
 import { errorBody, requestIdFrom } from './error-body.ts'
@@ -141,7 +142,7 @@ export class Admission {
   readonly #clientOf: (request: FastifyRequest) => string
   #inFlight = 0
   /** Slots held, per client. */
-  readonly #holding = new Map<string, number>()
+  readonly #holding = new KeyCounts()
   readonly #queues: Record<Exclude<Priority, 'ops'>, FairQueue<Waiter>> = { critical: new FairQueue(), normal: new FairQueue(), low: new FairQueue() }
   #grantsPending = 0
   #turnOpen = false
@@ -241,7 +242,7 @@ export class Admission {
    */
   #isHeavy(client: string, priority: Exclude<Priority, 'ops'>): boolean {
     if (this.#queues[priority].count(client) > 0) return true
-    return (this.#holding.get(client) ?? 0) >= Math.max(1, this.#limits.maxInFlight / Math.max(1, this.#holding.size))
+    return this.#holding.get(client) >= Math.max(1, this.#limits.maxInFlight / Math.max(1, this.#holding.size))
   }
 
   /**
@@ -339,7 +340,7 @@ export class Admission {
 
   #take(client: string): void {
     this.#inFlight++
-    this.#holding.set(client, (this.#holding.get(client) ?? 0) + 1)
+    this.#holding.add(client)
   }
 
   /** Gives the slot back when the answer is done or the connection is gone, exactly once. */
@@ -349,9 +350,7 @@ export class Admission {
       if (released) return
       released = true
       this.#inFlight--
-      const held = (this.#holding.get(client) ?? 1) - 1
-      if (held <= 0) this.#holding.delete(client)
-      else this.#holding.set(client, held)
+      this.#holding.remove(client)
       this.#scheduleGrant()
     }
     if (reply.raw.destroyed || request.raw.destroyed) return release()
@@ -366,7 +365,7 @@ export class Admission {
    * were held). Past its cap a client's requests wait in the queue, in turn, like any others.
    */
   readonly #withinClientCap = (client: string): boolean =>
-    (this.#holding.get(client) ?? 0) < (this.#limits.maxInFlightPerClient ?? this.#limits.maxInFlight)
+    this.#holding.get(client) < (this.#limits.maxInFlightPerClient ?? this.#limits.maxInFlight)
 
   #fits(priority: Exclude<Priority, 'ops'>): boolean {
     return this.#inFlight < Math.max(1, Math.floor(this.#limits.maxInFlight * SHARE[priority]))

@@ -8,6 +8,7 @@
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { addressGroup } from '../lib/client-address.ts'
+import { KeyCounts } from '../lib/key-counts.ts'
 
 export interface ConnectionLimits {
   maxConnections: number
@@ -24,7 +25,7 @@ export class ConnectionCaps {
   /** Connections over a cap, with why. */
   readonly #refused = new WeakMap<Socket, string>()
   #connections = 0
-  readonly #perAddress = new Map<string, number>()
+  readonly #perAddress = new KeyCounts()
   #busy = false
   #lastReclaim = 0
 
@@ -49,7 +50,7 @@ export class ConnectionCaps {
     const capped = !this.#trustedPeer(peer)
     // Counted by address group: the addresses of one IPv6 /64 are one client's.
     const address = addressGroup(peer)
-    const mine = this.#perAddress.get(address) ?? 0
+    const mine = this.#perAddress.get(address)
     let refusal: string | null = null
     if (this.#connections >= this.#limits.maxConnections) refusal = 'the server has too many connections open'
     else if (capped && mine >= this.#limits.maxConnectionsPerIp) refusal = 'too many connections from this address'
@@ -68,13 +69,11 @@ export class ConnectionCaps {
       return
     }
     this.#connections++
-    this.#perAddress.set(address, mine + 1)
+    this.#perAddress.add(address)
     this.#pressure(server)
     socket.once('close', () => {
       this.#connections--
-      const left = (this.#perAddress.get(address) ?? 1) - 1
-      if (left <= 0) this.#perAddress.delete(address)
-      else this.#perAddress.set(address, left)
+      this.#perAddress.remove(address)
       this.#pressure(server)
     })
   }

@@ -1,5 +1,6 @@
 import { Piscina } from 'piscina'
 import { OverloadedError } from '../errors.ts'
+import { KeyCounts } from '../lib/key-counts.ts'
 import type { AddressTask } from './zk-address-worker.ts'
 
 export interface AddressWorkersOptions {
@@ -52,7 +53,7 @@ export class AddressWorkers {
   #warm = false
   /** Registrations between `enter` and their release, in all and per client. */
   #inProgress = 0
-  readonly #byClient = new Map<string, number>()
+  readonly #byClient = new KeyCounts()
 
   /** `secret`: the server secret, read when the threads start. */
   constructor(secret: () => Buffer, options: AddressWorkersOptions = {}) {
@@ -68,7 +69,7 @@ export class AddressWorkers {
 
   /** Whether a registration from `client` would be refused now (all in progress, or the client's share). */
   saturated(client: string): boolean {
-    return this.#inProgress >= this.#limit || (this.#byClient.get(client) ?? 0) >= Math.max(1, Math.floor(this.#limit * CLIENT_SHARE))
+    return this.#inProgress >= this.#limit || this.#byClient.get(client) >= Math.max(1, Math.floor(this.#limit * CLIENT_SHARE))
   }
 
   /** Throws OverloadedError while `saturated(client)`. */
@@ -83,15 +84,13 @@ export class AddressWorkers {
   enter(client: string): () => void {
     this.refuseWhileSaturated(client)
     this.#inProgress++
-    this.#byClient.set(client, (this.#byClient.get(client) ?? 0) + 1)
+    this.#byClient.add(client)
     let done = false
     return () => {
       if (done) return
       done = true
       this.#inProgress--
-      const held = (this.#byClient.get(client) ?? 1) - 1
-      if (held <= 0) this.#byClient.delete(client)
-      else this.#byClient.set(client, held)
+      this.#byClient.remove(client)
     }
   }
 
